@@ -1,0 +1,55 @@
+# Everyday commands. `make install` is idempotent and quick when nothing changed.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+
+# Tests and benchmarks run against the machine's PostgreSQL and Redis.
+TEST_ENV := DJANGO_DEBUG=false DJANGO_SECRET_KEY=test-only-secret-key-not-for-production \
+	SECURE_SSL_REDIRECT=false SESSION_COOKIE_SECURE=false CSRF_COOKIE_SECURE=false \
+	DATABASE_URL=$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/lat} \
+	REDIS_URL=$${TEST_REDIS_URL:-redis://127.0.0.1:6379/15}
+# The demo runs on embedded defaults: SQLite file, local-memory cache, a local anvil chain.
+DEMO_ENV := DJANGO_DEBUG=true
+
+.PHONY: install test demo bench lint fmt migrations-check schema clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml requirements.lock
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --disable-pip-version-check -c requirements.lock -e ".[dev]"
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm install --no-audit --no-fund --loglevel=error
+	@touch $@
+
+build/contracts.json: $(wildcard contracts/*.sol) node_modules/.installed $(VENV)/.installed
+	$(PY) -m lats.chain.compile
+
+test: install
+	$(TEST_ENV) $(PY) manage.py makemigrations --check --dry-run
+	$(TEST_ENV) $(PY) -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS)
+
+demo: install
+	@mkdir -p var
+	$(DEMO_ENV) $(PY) manage.py migrate --noinput
+	$(DEMO_ENV) $(PY) manage.py runserver 127.0.0.1:8000
+
+bench: install
+	$(TEST_ENV) $(PY) bench/run.py $(BENCH_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+fmt: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+schema: install
+	$(TEST_ENV) $(PY) manage.py spectacular --validate --fail-on-warn --file var/openapi.yaml
+
+clean:
+	rm -rf $(VENV) node_modules build var

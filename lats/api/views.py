@@ -1,0 +1,163 @@
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from lats import selectors
+from lats.api import serializers as s
+from latsite.api.params import (
+    address_path_parameter,
+    parse_address,
+    parse_toggle,
+    toggle_parameter,
+)
+from latsite.api.schema import READ_ERRORS, error_responses
+
+TAG = "LATs"
+
+
+class LatListView(APIView):
+    @extend_schema(
+        tags=[TAG],
+        operation_id="lat_list",
+        summary="List all LATs",
+        description=(
+            "Every LAT the service knows, ordered by chain id then proxy address. With "
+            "`withGrouping=true` the LATs are grouped by token type under the keys `ETH`, `BTC` "
+            "and `Native`, each always present and possibly empty."
+        ),
+        parameters=[toggle_parameter("withGrouping", "Group the LATs by token type.")],
+        responses={
+            200: OpenApiResponse(
+                PolymorphicProxySerializer(
+                    component_name="LatListResponse",
+                    serializers=[s.LatListSerializer, s.LatGroupedListSerializer],
+                    resource_type_field_name=None,
+                ),
+                description="Ungrouped: `{data: [LAT]}`. Grouped: `{data: {ETH, BTC, Native}}`.",
+            ),
+            **error_responses("unprocessable_entity", "rate_limit_exceeded"),
+        },
+    )
+    def get(self, request):
+        grouped = parse_toggle(request.query_params, "withGrouping")
+        lats = list(selectors.lat_list())
+        if grouped:
+            groups = selectors.lat_grouped(lats)
+            data = {key: s.LatSerializer(items, many=True).data for key, items in groups.items()}
+            return Response({"data": data})
+        return Response({"data": s.LatSerializer(lats, many=True).data})
+
+
+class LatDetailView(APIView):
+    @extend_schema(
+        tags=[TAG],
+        operation_id="lat_retrieve",
+        summary="Read one LAT",
+        description=(
+            "The LAT with its per-token balances (`assets`, always present). The toggles add "
+            "`tvl` (computed from the stored balances and node shares), `curatedMetadata` "
+            "(the AVS metadata staff curate) and `apys` (APY windows)."
+        ),
+        parameters=[
+            address_path_parameter("Proxy address of the LAT."),
+            toggle_parameter("withTvl", "Add `tvl`, computed from shares."),
+            toggle_parameter("withCuratedMetadata", "Add `curatedMetadata`."),
+            toggle_parameter("withRewards", "Add `apys`."),
+        ],
+        responses={200: s.LatDetailSerializer, **error_responses(*READ_ERRORS)},
+    )
+    def get(self, request, address: str):
+        params = request.query_params
+        address = parse_address(address, field="address")
+        with_tvl = parse_toggle(params, "withTvl")
+        with_metadata = parse_toggle(params, "withCuratedMetadata")
+        with_rewards = parse_toggle(params, "withRewards")
+        lat = selectors.lat_get(address=address)
+        include: list[str] = []
+        if with_tvl:
+            lat.tvl = selectors.lat_tvl(lat=lat)
+            include.append("tvl")
+        if with_rewards:
+            lat.apys = selectors.lat_apys(lat=lat)
+            include.append("apys")
+        if with_metadata:
+            include.append("curatedMetadata")
+        return Response(s.LatDetailSerializer(lat, include=tuple(include)).data)
+
+
+class LatTokensView(APIView):
+    @extend_schema(
+        tags=[TAG],
+        operation_id="lat_tokens",
+        summary="Tokens a LAT supports",
+        parameters=[address_path_parameter("Proxy address of the LAT.")],
+        responses={200: s.LatTokenListSerializer, **error_responses(*READ_ERRORS)},
+    )
+    def get(self, request, address: str):
+        lat = selectors.lat_get(address=parse_address(address, field="address"))
+        return Response(
+            {"data": s.LatTokenWithRefIdSerializer(lat.lat_tokens.all(), many=True).data}
+        )
+
+
+class SupportedTokensView(APIView):
+    @extend_schema(
+        tags=[TAG],
+        operation_id="lat_assets",
+        summary="Every supported token with the LATs that support it",
+        responses={
+            200: s.SupportedTokenListSerializer,
+            **error_responses("rate_limit_exceeded"),
+        },
+    )
+    def get(self, request):
+        tokens = selectors.token_list_with_lats()
+        return Response({"data": s.SupportedTokenSerializer(tokens, many=True).data})
+
+
+class ExchangeRatesView(APIView):
+    @extend_schema(
+        tags=[TAG],
+        operation_id="lat_exchange_rates",
+        summary="Exchange rates of a LAT or a token",
+        description=(
+            "For a LAT proxy: how many of each supported token one whole LAT is worth now "
+            "(`calculateAmount`). For a token: how many of each supporting LAT one whole "
+            "token buys now (`calculateShares`). Computed from the stored total assets, total "
+            "supply and token prices."
+        ),
+        parameters=[address_path_parameter("A LAT proxy or a token address.")],
+        responses={200: s.ExchangeRatesSerializer, **error_responses(*READ_ERRORS)},
+    )
+    def get(self, request, address: str):
+        address = parse_address(address, field="address")
+        rates = selectors.exchange_rates(address=address)
+        return Response({"address": address, "exchangeRates": rates})
+
+
+class LatFeesView(APIView):
+    @extend_schema(
+        tags=[TAG],
+        operation_id="lat_fees",
+        summary="Fee structure of a LAT",
+        parameters=[address_path_parameter("Proxy address of the LAT.")],
+        responses={200: s.FeeStructureResponseSerializer, **error_responses(*READ_ERRORS)},
+    )
+    def get(self, request, address: str):
+        lat = selectors.lat_get(address=parse_address(address, field="address"))
+        return Response({"data": selectors.lat_fees(lat=lat)})
+
+
+class AvsLatsView(APIView):
+    @extend_schema(
+        tags=[TAG],
+        operation_id="lat_avs",
+        summary="LATs of an AVS",
+        parameters=[address_path_parameter("Address of the AVS.")],
+        responses={200: s.AvsLatListSerializer, **error_responses(*READ_ERRORS)},
+    )
+    def get(self, request, address: str):
+        lats = selectors.avs_lats(address=parse_address(address, field="address"))
+        return Response({"data": s.AvsLatSerializer(lats, many=True).data})

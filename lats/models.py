@@ -1,0 +1,234 @@
+"""LATs, their tokens, the AVSs they secure, fee structures and price feeds."""
+
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+ADDRESS_VALIDATOR = RegexValidator(r"^0x[a-fA-F0-9]{40}$", "Enter an address 0x + 40 hex digits.")
+BEACON_CHAIN_ETH = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
+ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
+
+
+def AddressField(**kwargs) -> models.CharField:
+    """An EIP-55 checksummed address, stored as written by the services."""
+    kwargs.setdefault("max_length", 42)
+    kwargs.setdefault("validators", [ADDRESS_VALIDATOR])
+    return models.CharField(**kwargs)
+
+
+def UintField(**kwargs) -> models.DecimalField:
+    """A raw on-chain uint256."""
+    kwargs.setdefault("default", 0)
+    return models.DecimalField(max_digits=78, decimal_places=0, **kwargs)
+
+
+class Avs(models.Model):
+    """An AVS, with the metadata staff curate (seeded from its AVSMetadataURIUpdated document)."""
+
+    CURATED_FIELDS = (
+        "metadata_name",
+        "metadata_description",
+        "metadata_community_chat",
+        "metadata_logo",
+        "metadata_messaging",
+        "metadata_website",
+        "metadata_social",
+        "metadata_code",
+        "metadata_token_address",
+        "tags",
+    )
+
+    chain_id = models.PositiveBigIntegerField()
+    address = AddressField()
+    metadata_uri = models.TextField(blank=True, default="")
+    metadata_name = models.CharField(max_length=200, null=True, blank=True)
+    metadata_description = models.TextField(null=True, blank=True)
+    metadata_community_chat = models.URLField(max_length=500, null=True, blank=True)
+    metadata_logo = models.URLField(max_length=500, null=True, blank=True)
+    metadata_messaging = models.URLField(max_length=500, null=True, blank=True)
+    metadata_website = models.URLField(max_length=500, null=True, blank=True)
+    metadata_social = models.URLField(max_length=500, null=True, blank=True)
+    metadata_code = models.URLField(max_length=500, null=True, blank=True)
+    metadata_token_address = AddressField(null=True, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    # Curated fields a staff member has edited: the metadata refresh never overwrites them.
+    staff_edited_fields = models.JSONField(default=list, blank=True, editable=False)
+    metadata_updated_block = models.PositiveBigIntegerField(null=True, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = "AVS"
+        verbose_name_plural = "AVSs"
+        ordering = ("chain_id", "address")
+        constraints = [
+            models.UniqueConstraint(fields=("chain_id", "address"), name="avs_chain_address_uniq"),
+        ]
+        indexes = [models.Index(fields=("address",), name="avs_address_idx")]
+
+    def __str__(self) -> str:
+        return self.metadata_name or self.address
+
+
+class Token(models.Model):
+    """An ERC-20 token some LAT supports."""
+
+    chain_id = models.PositiveBigIntegerField()
+    address = AddressField()
+    symbol = models.CharField(max_length=64)
+    name = models.CharField(max_length=200)
+    decimals = models.PositiveSmallIntegerField(validators=[MaxValueValidator(77)])
+    ref_id = models.PositiveBigIntegerField(
+        default=0, help_text="External market-data identifier (refId); 0 when none."
+    )
+    base_apy = models.DecimalField(
+        max_digits=12,
+        decimal_places=6,
+        default=0,
+        help_text="Staking yield of the token itself, percent a year (feeds baseApy).",
+    )
+
+    class Meta:
+        ordering = ("chain_id", "address")
+        constraints = [
+            models.UniqueConstraint(
+                fields=("chain_id", "address"), name="token_chain_address_uniq"
+            ),
+        ]
+        indexes = [models.Index(fields=("address",), name="token_address_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.symbol} ({self.address})"
+
+
+class Lat(models.Model):
+    """A Liquid AVS Token deployment and the state last read from its contracts."""
+
+    class Group(models.TextChoices):
+        ETH = "ETH", "ETH"
+        BTC = "BTC", "BTC"
+        NATIVE = "Native", "Native"
+
+    chain_id = models.PositiveBigIntegerField()
+    proxy_address = AddressField(unique=True)
+    implementation_address = AddressField()
+    name = models.CharField(max_length=200)
+    symbol = models.CharField(max_length=64)
+    avs = models.ForeignKey(Avs, on_delete=models.PROTECT, related_name="lats")
+    base_asset = AddressField(
+        help_text="Unit of account: the beacon-chain pseudo-address or a token."
+    )
+    base_asset_symbol = models.CharField(max_length=64, blank=True, default="")
+    max_nodes = models.PositiveIntegerField(default=0)
+    deployment_block = models.PositiveBigIntegerField(default=0)
+    contract_deployments = models.JSONField(
+        default=dict, help_text='{"implementation": {name: address}, "proxy": {name: address}}'
+    )
+    # EigenLayer core contracts of the chain (manifest `eigenlayer`).
+    delegation_manager = AddressField(blank=True, default="")
+    strategy_manager = AddressField(blank=True, default="")
+    rewards_coordinator = AddressField(blank=True, default="")
+    avs_directory = AddressField(blank=True, default="")
+    group_override = models.CharField(
+        max_length=8,
+        choices=Group.choices,
+        blank=True,
+        default="",
+        help_text="Staff override of the token-type group; empty applies the rule.",
+    )
+    # State read at `state_block`.
+    total_assets = UintField(help_text="totalAssets(), unit of account, 1e18-scaled.")
+    total_supply = UintField()
+    paused = models.BooleanField(default=False)
+    unit_eth_price = UintField(
+        help_text="ETH price of the unit of account, 1e18-scaled (1e18 for ETH LATs)."
+    )
+    apys = models.JSONField(default=dict, blank=True, editable=False)
+    state_block = models.PositiveBigIntegerField(null=True, blank=True, editable=False)
+    synced_at = models.DateTimeField(null=True, blank=True, editable=False)
+    sync_error = models.TextField(blank=True, default="", editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "LAT"
+        verbose_name_plural = "LATs"
+        ordering = ("chain_id", "proxy_address")
+
+    def __str__(self) -> str:
+        return f"{self.symbol} ({self.proxy_address})"
+
+    @property
+    def group(self) -> str:
+        """Token-type group: staff override, else the rule of decisions.md."""
+        if self.group_override:
+            return self.group_override
+        if self.base_asset.lower() == BEACON_CHAIN_ETH.lower():
+            return self.Group.ETH
+        if "BTC" in self.base_asset_symbol.upper():
+            return self.Group.BTC
+        return self.Group.NATIVE
+
+
+class LatToken(models.Model):
+    """A token a LAT supports, with what the LiquidTokenManager says of it."""
+
+    lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="lat_tokens")
+    token = models.ForeignKey(Token, on_delete=models.PROTECT, related_name="lat_links")
+    strategy_address = AddressField()
+    volatility_threshold = UintField()
+    price_per_unit = UintField()
+    decimals = models.PositiveSmallIntegerField()
+    balance = UintField(help_text="balanceAssets: unstaked amount the LAT holds.")
+    queued_balance = UintField(help_text="balanceQueuedAssets: queued amount.")
+
+    class Meta:
+        verbose_name = "LAT token"
+        ordering = ("lat_id", "token__address")
+        constraints = [
+            models.UniqueConstraint(fields=("lat", "token"), name="lattoken_lat_token_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lat.symbol}/{self.token.symbol}"
+
+
+class FeeStructure(models.Model):
+    """Fees staff set per LAT (percent)."""
+
+    lat = models.OneToOneField(Lat, on_delete=models.CASCADE, related_name="fee_structure")
+    management_fee = models.DecimalField(
+        max_digits=7,
+        decimal_places=4,
+        default=0,
+        validators=[MinValueValidator(0), MaxValueValidator(100)],
+    )
+    performance_fee = models.DecimalField(
+        max_digits=7,
+        decimal_places=4,
+        default=0,
+        validators=[MinValueValidator(0), MaxValueValidator(100)],
+    )
+
+    def __str__(self) -> str:
+        return f"Fees of {self.lat.symbol}"
+
+
+class PriceFeed(models.Model):
+    """A Chainlink-style feed giving a token's price in ETH, and its last answer."""
+
+    chain_id = models.PositiveBigIntegerField()
+    token_address = AddressField()
+    feed_address = AddressField()
+    decimals = models.PositiveSmallIntegerField(default=18)
+    answer = UintField()
+    updated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("chain_id", "token_address")
+        constraints = [
+            models.UniqueConstraint(
+                fields=("chain_id", "token_address"), name="pricefeed_chain_token_uniq"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.token_address} -> {self.feed_address}"

@@ -1,0 +1,199 @@
+"""Reads of LATs, tokens, AVSs, fees and exchange rates, all from the database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.db.models import Prefetch, QuerySet, Sum
+
+from lats.models import BEACON_CHAIN_ETH, Avs, FeeStructure, Lat, LatToken, Token
+from latsite.api.errors import NotFound
+
+WAD = Decimal(10) ** 18
+DEFAULT_OPERATOR_SPLIT_BIPS = 1000  # EigenLayer's default operator split: 10%
+APY_WINDOWS = (
+    "current",
+    "avg30d",
+    "trailing7d",
+    "trailing30d",
+    "trailing3m",
+    "trailing6m",
+    "trailing1y",
+)
+APY_FIELDS = ("apy", "baseApy", "nativeApy", "totalApy")
+
+
+def _lat_tokens_prefetch() -> Prefetch:
+    return Prefetch(
+        "lat_tokens",
+        queryset=LatToken.objects.select_related("token").order_by("token__address"),
+    )
+
+
+def lat_list() -> QuerySet[Lat]:
+    return (
+        Lat.objects.select_related("avs")
+        .prefetch_related(_lat_tokens_prefetch())
+        .order_by("chain_id", "proxy_address")
+    )
+
+
+def lat_get(*, address: str) -> Lat:
+    lat = lat_list().filter(proxy_address=address).first()
+    if lat is None:
+        raise NotFound(f"No LAT at {address}.")
+    return lat
+
+
+def lat_grouped(lats) -> dict[str, list[Lat]]:
+    groups: dict[str, list[Lat]] = {choice: [] for choice in Lat.Group.values}
+    for lat in lats:
+        groups.setdefault(lat.group, []).append(lat)
+    return groups
+
+
+def token_list_with_lats() -> QuerySet[Token]:
+    links = LatToken.objects.select_related("lat").order_by("lat__chain_id", "lat__proxy_address")
+    return (
+        Token.objects.filter(lat_links__isnull=False)
+        .distinct()
+        .prefetch_related(Prefetch("lat_links", queryset=links))
+        .order_by("chain_id", "address")
+    )
+
+
+def avs_lats(*, address: str) -> list[Lat]:
+    avs_ids = list(Avs.objects.filter(address=address).values_list("id", flat=True))
+    if not avs_ids:
+        raise NotFound(f"No AVS at {address}.")
+    return list(Lat.objects.filter(avs_id__in=avs_ids).order_by("chain_id", "proxy_address"))
+
+
+# --- values -------------------------------------------------------------------------------
+
+
+def unit_eth_price(lat: Lat) -> Decimal:
+    """ETH value of one unit of account, 1e18-scaled."""
+    if lat.base_asset.lower() == BEACON_CHAIN_ETH.lower():
+        return WAD
+    return Decimal(lat.unit_eth_price)
+
+
+def _to_eth(lat: Lat, link: LatToken, amount: Decimal) -> Decimal:
+    """Token units -> ETH (whole), through pricePerUnit and the unit's ETH price."""
+    in_unit = amount * Decimal(link.price_per_unit) / (Decimal(10) ** link.decimals) / WAD
+    return in_unit * unit_eth_price(lat) / WAD
+
+
+def staked_amounts(*, lat: Lat) -> dict[int, Decimal]:
+    """token id -> amount staked in the LAT's nodes, token units."""
+    from operators.models import NodeAsset
+
+    rows = (
+        NodeAsset.objects.filter(node__lat=lat)
+        .values("token_id")
+        .annotate(total=Sum("staked_amount"))
+        .order_by()
+    )
+    return {row["token_id"]: Decimal(row["total"] or 0) for row in rows}
+
+
+@dataclass(frozen=True)
+class Tvl:
+    tvl: Decimal
+    unstaked_tvl: Decimal
+    staked_tvl: Decimal
+    queued_tvl: Decimal
+    tvl_assets: dict[str, Decimal] = field(default_factory=dict)
+    tvl_assets_eth: dict[str, Decimal] = field(default_factory=dict)
+
+
+def lat_tvl(*, lat: Lat) -> Tvl:
+    """TVL from stored balances and node shares (decisions.md, Values)."""
+    staked = staked_amounts(lat=lat)
+    unstaked_eth = staked_eth = queued_eth = Decimal(0)
+    assets: dict[str, Decimal] = {}
+    assets_eth: dict[str, Decimal] = {}
+    for link in lat.lat_tokens.all():
+        symbol = link.token.symbol
+        staked_amount = staked.get(link.token_id, Decimal(0))
+        total = Decimal(link.balance) + Decimal(link.queued_balance) + staked_amount
+        assets[symbol] = total / (Decimal(10) ** link.decimals)
+        assets_eth[symbol] = _to_eth(lat, link, total)
+        unstaked_eth += _to_eth(lat, link, Decimal(link.balance))
+        queued_eth += _to_eth(lat, link, Decimal(link.queued_balance))
+        staked_eth += _to_eth(lat, link, staked_amount)
+    return Tvl(
+        tvl=unstaked_eth + staked_eth + queued_eth,
+        unstaked_tvl=unstaked_eth,
+        staked_tvl=staked_eth,
+        queued_tvl=queued_eth,
+        tvl_assets=assets,
+        tvl_assets_eth=assets_eth,
+    )
+
+
+def lat_apys(*, lat: Lat) -> dict[str, dict[str, str]]:
+    """Stored APY windows, every window and member present ("0" where nothing is known)."""
+    stored = lat.apys or {}
+    return {
+        window: {name: str((stored.get(window) or {}).get(name, "0")) for name in APY_FIELDS}
+        for window in APY_WINDOWS
+    }
+
+
+def lat_exchange_rate_unit(lat: Lat) -> Decimal:
+    """Unit of account per whole LAT, 1e18-scaled (1:1 while the supply is zero)."""
+    if not lat.total_supply:
+        return WAD
+    return Decimal(lat.total_assets) * WAD / Decimal(lat.total_supply)
+
+
+def exchange_rates(*, address: str) -> dict[str, float]:
+    """For a LAT: tokens per whole LAT by token symbol; for a token: LATs per whole token."""
+    lat = Lat.objects.filter(proxy_address=address).prefetch_related(_lat_tokens_prefetch()).first()
+    if lat is not None:
+        unit_per_lat = lat_exchange_rate_unit(lat)
+        return {
+            link.token.symbol: float(unit_per_lat / Decimal(link.price_per_unit))
+            for link in lat.lat_tokens.all()
+            if link.price_per_unit
+        }
+    links = list(
+        LatToken.objects.filter(token__address=address)
+        .select_related("lat")
+        .order_by("lat__chain_id", "lat__proxy_address")
+    )
+    if not links:
+        raise NotFound(f"{address} is neither a LAT nor a token that a LAT supports.")
+    return {
+        link.lat.symbol: float(Decimal(link.price_per_unit) / lat_exchange_rate_unit(link.lat))
+        for link in links
+    }
+
+
+def lat_fees(*, lat: Lat) -> dict[str, float]:
+    from operators.models import OperatorAvsSplit, StakerNode
+
+    fees = FeeStructure.objects.filter(lat=lat).first()
+    operator_ids = set(
+        StakerNode.objects.filter(lat=lat, operator__isnull=False).values_list(
+            "operator_id", flat=True
+        )
+    )
+    splits = dict(
+        OperatorAvsSplit.objects.filter(
+            operator_id__in=operator_ids, avs_id=lat.avs_id
+        ).values_list("operator_id", "split_bips")
+    )
+    if operator_ids:
+        bips = [splits.get(op, DEFAULT_OPERATOR_SPLIT_BIPS) for op in operator_ids]
+        avg = Decimal(sum(bips)) / len(bips) / 100
+    else:
+        avg = Decimal(0)
+    return {
+        "managementFee": float(fees.management_fee) if fees else 0.0,
+        "performanceFee": float(fees.performance_fee) if fees else 0.0,
+        "avgOperatorPerformanceFee": float(avg),
+    }

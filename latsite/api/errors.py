@@ -1,0 +1,202 @@
+"""The one error contract: every failure answers `{"error": {"code", "message", "doc_url"}}`.
+
+DRF exceptions go through `exception_handler`; Django's own 404/500 pages (paths no view
+matched, crashes outside DRF) go through `handler404`/`handler500`, wired in latsite/urls.py.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+logger = logging.getLogger(__name__)
+
+# code -> (HTTP status, title, when it is returned). The docs page renders this table.
+ERROR_CODES: dict[str, tuple[int, str, str]] = {
+    "bad_request": (
+        400,
+        "Bad request",
+        "The body is not JSON, not a JSON object, or not sent as application/json; "
+        "or the HTTP method is not allowed on this path (405).",
+    ),
+    "unauthorized": (
+        401,
+        "Unauthorized",
+        "An API key was presented in X-API-Token and is unknown.",
+    ),
+    "forbidden": (
+        403,
+        "Forbidden",
+        "The API key presented is known but disabled, or the resource is for staff only.",
+    ),
+    "not_found": (
+        404,
+        "Not found",
+        "The path is unknown, or the address names no LAT, token, operator or AVS "
+        "that the service knows.",
+    ),
+    "unprocessable_entity": (
+        422,
+        "Unprocessable entity",
+        "The request is well formed but a value is invalid: an address that does not match "
+        "^0x[a-fA-F0-9]{40}$, an amount that is not a decimal integer, empty or unequal "
+        "assets/amounts, a toggle other than true/false, paging out of range, an asset the "
+        "LAT does not support, or a historical window that is reversed or too long. "
+        "The message names the field (and index).",
+    ),
+    "rate_limit_exceeded": (
+        429,
+        "Rate limit exceeded",
+        "Too many requests from this client in the current window; retry after the number "
+        "of seconds in the Retry-After header.",
+    ),
+    "internal_server_error": (
+        500,
+        "Internal server error",
+        "Something unexpected failed on the service's side, or the chain node could not be "
+        "reached during a simulation. The failure is logged; the message carries no internals.",
+    ),
+}
+
+STATUS_TO_CODE = {status_code: code for code, (status_code, _, _) in ERROR_CODES.items()}
+STATUS_TO_CODE[405] = "bad_request"
+STATUS_TO_CODE[415] = "bad_request"
+STATUS_TO_CODE[406] = "bad_request"
+
+
+def doc_url(code: str) -> str:
+    return f"{settings.DOCS_URL}/errors#{code}"
+
+
+def error_body(code: str, message: str) -> dict:
+    return {"error": {"code": code, "message": message, "doc_url": doc_url(code)}}
+
+
+class UnprocessableEntity(exceptions.APIException):
+    status_code = 422
+    default_code = "unprocessable_entity"
+    default_detail = "The request has an invalid value."
+
+
+class BadRequest(exceptions.APIException):
+    status_code = 400
+    default_code = "bad_request"
+    default_detail = "The request is malformed."
+
+
+class NotFound(exceptions.APIException):
+    status_code = 404
+    default_code = "not_found"
+    default_detail = "Not found."
+
+
+class ServiceError(exceptions.APIException):
+    """A failure whose cause the caller should know of (a node unreachable), still a 500."""
+
+    status_code = 500
+    default_code = "internal_server_error"
+    default_detail = "The request could not be completed."
+
+
+def _flatten(detail, prefix: str = "") -> list[str]:
+    """Turn DRF's nested validation detail into "field[index]: message" lines."""
+    if isinstance(detail, dict):
+        out: list[str] = []
+        for key, value in detail.items():
+            name = key if key != "non_field_errors" else ""
+            if isinstance(key, int):
+                path = f"{prefix}[{key}]"
+            else:
+                path = f"{prefix}.{name}" if prefix and name else (name or prefix)
+            out.extend(_flatten(value, path))
+        return out
+    if isinstance(detail, list):
+        out = []
+        for index, item in enumerate(detail):
+            if isinstance(item, dict | list) and item:
+                out.extend(_flatten(item, f"{prefix}[{index}]"))
+            elif item:
+                out.extend(_flatten(item, prefix))
+        return out
+    text = str(detail)
+    return [f"{prefix}: {text}" if prefix else text]
+
+
+def exception_handler(exc, context) -> Response:
+    headers: dict[str, str] = {}
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+
+    if isinstance(exc, exceptions.ValidationError):
+        code, status_code = "unprocessable_entity", 422
+        message = "; ".join(_flatten(exc.detail)) or "Invalid input."
+    elif isinstance(exc, exceptions.ParseError):
+        code, status_code = "bad_request", 400
+        message = "The request body is not valid JSON."
+    elif isinstance(exc, exceptions.UnsupportedMediaType):
+        code, status_code = "bad_request", 400
+        message = "Send the body as application/json."
+    elif isinstance(exc, exceptions.MethodNotAllowed):
+        code, status_code = "bad_request", 405
+        message = str(exc.detail)
+    elif isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        code, status_code = "unauthorized", 401
+        message = str(exc.detail)
+    elif isinstance(exc, exceptions.Throttled):
+        code, status_code = "rate_limit_exceeded", 429
+        message = "Too many requests; retry later."
+        if exc.wait is not None:
+            headers["Retry-After"] = str(int(exc.wait + 0.999))
+    elif isinstance(exc, exceptions.APIException):
+        status_code = exc.status_code
+        code = STATUS_TO_CODE.get(status_code, "internal_server_error")
+        message = (
+            str(exc.detail)
+            if not isinstance(exc.detail, dict | list)
+            else "; ".join(_flatten(exc.detail))
+        )
+        if status_code >= 500 and not isinstance(exc, ServiceError):
+            logger.error("API error %s", exc, exc_info=exc)
+            message = ERROR_CODES["internal_server_error"][1] + "."
+    else:
+        request = context.get("request")
+        logger.exception(
+            "Unhandled error on %s %s",
+            getattr(request, "method", "?"),
+            getattr(request, "path", "?"),
+            exc_info=exc,
+        )
+        code, status_code = "internal_server_error", 500
+        message = "Internal server error. The failure has been logged."
+    if code == "internal_server_error" and status_code != 500:
+        status_code = 500
+    return Response(error_body(code, message), status=status_code, headers=headers)
+
+
+def _json_error(code: str, message: str, status_code: int) -> JsonResponse:
+    return JsonResponse(error_body(code, message), status=status_code)
+
+
+def handler404(request, exception=None) -> JsonResponse:
+    return _json_error("not_found", f"No endpoint at {request.path}.", status.HTTP_404_NOT_FOUND)
+
+
+def handler500(request) -> JsonResponse:
+    return _json_error(
+        "internal_server_error", "Internal server error. The failure has been logged.", 500
+    )
+
+
+def handler400(request, exception=None) -> JsonResponse:
+    return _json_error("bad_request", "Bad request.", 400)
+
+
+def handler403(request, exception=None) -> JsonResponse:
+    return _json_error("forbidden", "Forbidden.", 403)

@@ -1,0 +1,107 @@
+"""Parsing of path and query parameters, with the 422 messages the API promises."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, time, timedelta
+
+from django.utils.dateparse import parse_date, parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+from eth_utils import to_checksum_address
+
+from latsite.api.errors import UnprocessableEntity
+
+ADDRESS_PATTERN = r"^0x[a-fA-F0-9]{40}$"
+_ADDRESS_RE = re.compile(ADDRESS_PATTERN)
+_INT_RE = re.compile(r"^\d+$")
+
+
+def checksum(address: str) -> str:
+    """EIP-55 form of a well-formed address (any letter case in)."""
+    return to_checksum_address(address)
+
+
+def parse_address(value: str | None, *, field: str) -> str:
+    if value is None or not isinstance(value, str) or not _ADDRESS_RE.match(value):
+        raise UnprocessableEntity(f"{field} must be an address matching {ADDRESS_PATTERN}.")
+    return checksum(value)
+
+
+def parse_toggle(params, name: str) -> bool:
+    value = params.get(name)
+    if value is None:
+        return False
+    if value == "true":
+        return True
+    if value == "false":
+        return False
+    raise UnprocessableEntity(f"{name} must be 'true' or 'false'.")
+
+
+def parse_int(params, name: str, *, default: int, minimum: int, maximum: int | None) -> int:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    if not _INT_RE.match(raw) or len(raw) > 18:
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise UnprocessableEntity(f"{name} must be an integer {bound}.")
+    value = int(raw)
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise UnprocessableEntity(f"{name} must be an integer {bound}.")
+    return value
+
+
+def parse_choice(params, name: str, *, choices: tuple[str, ...], default: str) -> str:
+    value = params.get(name)
+    if value is None:
+        return default
+    if value not in choices:
+        allowed = ", ".join(f"'{c}'" for c in choices)
+        raise UnprocessableEntity(f"{name} must be one of {allowed}.")
+    return value
+
+
+def parse_instant(params, name: str, *, end_of_day: bool = False) -> datetime | None:
+    """An ISO 8601 date or date-time; a value without zone is UTC."""
+    raw = params.get(name)
+    if raw is None:
+        return None
+    parsed: datetime | None
+    try:
+        parsed = parse_datetime(raw)
+        if parsed is None:
+            day: date | None = parse_date(raw)
+            if day is not None:
+                # A whole day: it starts at its midnight and ends at the next one.
+                parsed = datetime.combine(day + timedelta(days=1) if end_of_day else day, time.min)
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise UnprocessableEntity(f"{name} must be an ISO 8601 date or date-time.")
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+# OpenAPI descriptions of the shared parameters.
+def address_path_parameter(description: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        "address",
+        OpenApiTypes.STR,
+        OpenApiParameter.PATH,
+        description=f"{description} Must match `{ADDRESS_PATTERN}`; any letter case.",
+        pattern=ADDRESS_PATTERN,
+    )
+
+
+def toggle_parameter(name: str, description: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        name,
+        OpenApiTypes.STR,
+        OpenApiParameter.QUERY,
+        description=f"{description} Exactly `true` or `false`; any other value is a 422.",
+        enum=["true", "false"],
+        default="false",
+    )

@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from latsite.api.fields import NumberField
+
+
+class HistoricalPointSerializer(serializers.Serializer):
+    timestamp = serializers.DateTimeField(read_only=True, help_text="End of the period, UTC.")
+    totalTvlEth = NumberField(source="total_tvl_eth")
+    stakedTvlEth = NumberField(source="staked_tvl_eth")
+    unstakedTvlEth = NumberField(source="unstaked_tvl_eth")
+    apy = NumberField()
+    baseApy = NumberField(source="base_apy")
+    nativeApy = NumberField(source="native_apy")
+    totalApy = NumberField(source="total_apy")
+    totalUsers = serializers.IntegerField(
+        source="total_users",
+        read_only=True,
+        help_text="cumulative: depositors up to the point; discrete: new in the period.",
+    )
+
+
+class HistoricalListSerializer(serializers.Serializer):
+    data = HistoricalPointSerializer(many=True, read_only=True)

@@ -1,0 +1,133 @@
+"""Reads of operators, staker nodes and their assets, all from the database."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db.models import Prefetch, QuerySet
+
+from lats.models import Lat, LatToken
+from lats.selectors import unit_eth_price
+from latsite.api.errors import NotFound
+from operators.models import NodeAsset, Operator, StakerNode
+
+WAD = Decimal(10) ** 18
+
+
+def _assets_prefetch() -> Prefetch:
+    return Prefetch(
+        "assets", queryset=NodeAsset.objects.select_related("token").order_by("token__address")
+    )
+
+
+def staker_nodes_of(*, lat: Lat) -> QuerySet[StakerNode]:
+    return (
+        StakerNode.objects.filter(lat=lat)
+        .select_related("operator")
+        .prefetch_related(_assets_prefetch())
+        .order_by("node_id")
+    )
+
+
+def operator_addresses() -> list[str]:
+    """Unique operator addresses of current delegations across all LATs."""
+    return list(
+        Operator.objects.filter(staker_nodes__isnull=False)
+        .values_list("address", flat=True)
+        .distinct()
+        .order_by("address")
+    )
+
+
+def operator_get(*, address: str) -> Operator:
+    operator = Operator.objects.filter(address=address).order_by("chain_id").first()
+    if operator is None:
+        raise NotFound(f"No operator at {address}.")
+    return operator
+
+
+def operator_nodes(*, operator: Operator) -> list[StakerNode]:
+    return list(
+        StakerNode.objects.filter(operator=operator)
+        .select_related("lat")
+        .prefetch_related(_assets_prefetch())
+        .order_by("lat__proxy_address", "node_id")
+    )
+
+
+@dataclass(frozen=True)
+class OperatorTvl:
+    tvl: Decimal
+    tvl_strategies: dict[str, Decimal]
+    tvl_strategies_eth: dict[str, Decimal]
+
+
+class Pricing:
+    """ETH value of node assets, from each LAT's token prices (one query for all)."""
+
+    def __init__(self, lats: list[Lat]) -> None:
+        self.lats = {lat.id: lat for lat in lats}
+        self.links: dict[tuple[int, int], LatToken] = {
+            (link.lat_id, link.token_id): link
+            for link in LatToken.objects.filter(lat_id__in=list(self.lats)).order_by()
+        }
+
+    def eth(self, lat_id: int, asset: NodeAsset) -> Decimal:
+        link = self.links.get((lat_id, asset.token_id))
+        if link is None:
+            return Decimal(0)
+        in_unit = (
+            Decimal(asset.staked_amount)
+            * Decimal(link.price_per_unit)
+            / (Decimal(10) ** link.decimals)
+            / WAD
+        )
+        return in_unit * unit_eth_price(self.lats[lat_id]) / WAD
+
+
+def nodes_tvl(nodes: list[StakerNode], *, pricing: Pricing | None = None) -> OperatorTvl:
+    """TVL of what these nodes have staked; strategies named by their token's symbol."""
+    if pricing is None:
+        pricing = Pricing(list({node.lat_id: node.lat for node in nodes}.values()))
+    amounts: dict[str, Decimal] = defaultdict(Decimal)
+    amounts_eth: dict[str, Decimal] = defaultdict(Decimal)
+    for node in nodes:
+        for asset in node.assets.all():
+            symbol = asset.token.symbol
+            amounts[symbol] += Decimal(asset.staked_amount) / (Decimal(10) ** asset.token.decimals)
+            amounts_eth[symbol] += pricing.eth(node.lat_id, asset)
+    return OperatorTvl(
+        tvl=sum(amounts_eth.values(), Decimal(0)),
+        tvl_strategies=dict(amounts),
+        tvl_strategies_eth=dict(amounts_eth),
+    )
+
+
+def aggregate_allocations(nodes: list[StakerNode]) -> list[dict]:
+    """Per asset, the sum over the nodes of staked amount and shares."""
+    totals: dict[str, dict] = {}
+    for node in nodes:
+        for asset in node.assets.all():
+            row = totals.setdefault(
+                asset.token.address,
+                {
+                    "asset": asset.token.address,
+                    "strategy": asset.strategy_address,
+                    "stakedAmount": Decimal(0),
+                    "coreShares": Decimal(0),
+                },
+            )
+            row["stakedAmount"] += Decimal(asset.staked_amount)
+            row["coreShares"] += Decimal(asset.core_shares)
+    return [totals[key] for key in sorted(totals)]
+
+
+def lat_operator_groups(*, lat: Lat) -> list[tuple[Operator, list[StakerNode]]]:
+    """The operators this LAT's nodes delegate to, each with its nodes of this LAT."""
+    groups: dict[int, tuple[Operator, list[StakerNode]]] = {}
+    for node in staker_nodes_of(lat=lat).filter(operator__isnull=False):
+        node.lat = lat
+        groups.setdefault(node.operator_id, (node.operator, []))[1].append(node)
+    return sorted(groups.values(), key=lambda pair: pair[0].address)

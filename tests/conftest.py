@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+
+@pytest.fixture
+def api() -> APIClient:
+    return APIClient()
+
+
+class Dataset:
+    """A small world written by hand; the tests compute expected values from it by hand."""
+
+
+@pytest.fixture
+def dataset(db) -> Dataset:
+    from lats.models import BEACON_CHAIN_ETH
+    from tests import factories as f
+
+    d = Dataset()
+    d.avs = f.AvsFactory(
+        address=f.address(0xA1),
+        metadata_name="Example AVS",
+        metadata_description="Validates examples.",
+        metadata_website="https://avs.example",
+        metadata_logo="https://avs.example/logo.png",
+        metadata_social="https://x.com/avs",
+        tags=["oracle", "restaking"],
+    )
+    d.steth = f.TokenFactory(
+        address=f.address(0x5E), symbol="stETH", name="Staked Ether", decimals=18, ref_id=8085
+    )
+    d.usdx = f.TokenFactory(address=f.address(0x6D), symbol="USDx", name="Dollar X", decimals=6)
+    d.nat = f.TokenFactory(
+        address=f.address(0x7A), symbol="NAT", name="Native AVS Token", decimals=18
+    )
+    d.eth_lat = f.LatFactory(
+        proxy_address=f.address(0x1001),
+        implementation_address=f.address(0x2001),
+        name="Example ETH LAT",
+        symbol="eLAT",
+        avs=d.avs,
+        base_asset=BEACON_CHAIN_ETH,
+        max_nodes=5,
+        total_assets=20 * 10**18,
+        total_supply=16 * 10**18,
+        contract_deployments={
+            "implementation": {"liquidTokenManager": f.address(0x3001)},
+            "proxy": {"liquidTokenManager": f.address(0x3002)},
+        },
+    )
+    d.eth_steth = f.LatTokenFactory(
+        lat=d.eth_lat,
+        token=d.steth,
+        strategy_address=f.address(0x5001),
+        volatility_threshold=5 * 10**16,
+        price_per_unit=10**18,
+        balance=10 * 10**18,
+        queued_balance=2 * 10**18,
+    )
+    d.eth_usdx = f.LatTokenFactory(
+        lat=d.eth_lat,
+        token=d.usdx,
+        strategy_address=f.address(0x5002),
+        price_per_unit=5 * 10**14,
+        balance=1000 * 10**6,
+        queued_balance=0,
+    )
+    d.native_avs = f.AvsFactory(address=f.address(0xA2), metadata_token_address=d.nat.address)
+    d.native_lat = f.LatFactory(
+        proxy_address=f.address(0x1002),
+        implementation_address=f.address(0x2002),
+        name="Native LAT",
+        symbol="nLAT",
+        avs=d.native_avs,
+        base_asset=d.nat.address,
+        base_asset_symbol="NAT",
+        max_nodes=3,
+        unit_eth_price=10**16,
+        total_assets=100 * 10**18,
+        total_supply=100 * 10**18,
+    )
+    d.native_nat = f.LatTokenFactory(
+        lat=d.native_lat,
+        token=d.nat,
+        strategy_address=f.address(0x5003),
+        price_per_unit=10**18,
+        balance=100 * 10**18,
+    )
+    f.FeeStructureFactory(lat=d.eth_lat, management_fee="2.5", performance_fee="10")
+    d.op1 = f.OperatorFactory(
+        address=f.address(0x901),
+        metadata_name="Operator One",
+        metadata_website="https://one.example",
+    )
+    d.op2 = f.OperatorFactory(address=f.address(0x902))
+    f.OperatorAvsSplitFactory(operator=d.op1, avs=d.avs, split_bips=500)
+    d.node0 = f.StakerNodeFactory(
+        lat=d.eth_lat, address=f.address(0x3100), node_id=0, operator=d.op1
+    )
+    d.node1 = f.StakerNodeFactory(
+        lat=d.eth_lat, address=f.address(0x3101), node_id=1, operator=d.op2
+    )
+    d.node2 = f.StakerNodeFactory(
+        lat=d.eth_lat, address=f.address(0x3102), node_id=2, operator=None
+    )
+    f.NodeAssetFactory(
+        node=d.node0,
+        token=d.steth,
+        strategy_address=f.address(0x5001),
+        staked_amount=5 * 10**18,
+        core_shares=4 * 10**18,
+    )
+    f.NodeAssetFactory(
+        node=d.node0,
+        token=d.usdx,
+        strategy_address=f.address(0x5002),
+        staked_amount=2000 * 10**6,
+        core_shares=1900 * 10**6,
+    )
+    f.NodeAssetFactory(
+        node=d.node1,
+        token=d.steth,
+        strategy_address=f.address(0x5001),
+        staked_amount=3 * 10**18,
+        core_shares=3 * 10**18,
+    )
+    return d

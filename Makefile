@@ -14,7 +14,7 @@ DEMO_ENV := DJANGO_DEBUG=true
 
 .PHONY: install test demo bench lint fmt migrations-check schema clean
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed node_modules/.installed build/contracts.json
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,7 +35,7 @@ test: install
 demo: install
 	@mkdir -p var
 	$(DEMO_ENV) $(PY) manage.py migrate --noinput
-	$(DEMO_ENV) $(PY) manage.py runserver 127.0.0.1:8000
+	$(DEMO_ENV) $(PY) manage.py lat_devnet --import --sync --serve 127.0.0.1:8000
 
 bench: install
 	$(TEST_ENV) $(PY) bench/run.py $(BENCH_ARGS)

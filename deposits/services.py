@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Max, Q
 
-from deposits.models import Deposit
-from lats.models import Lat
+from deposits.models import Deposit, DepositCheckpoint
+from lats.chain.gateway import ChainError, ChainUnavailable, Gateway, gateway_for
+from lats.models import Lat, SyncStatus
+from lats.services import sync_status_failure, sync_status_success
+
+logger = logging.getLogger(__name__)
 
 # Key of the advisory lock that serialises writes to the deposit sequence.
 SEQ_LOCK_KEY = 0x1A7_0001
@@ -90,7 +96,9 @@ def deposit_record_events(*, lat: Lat, events: Iterable[DepositEvent]) -> int:
     _lock_sequence()
     existing = set(
         Deposit.objects.filter(
-            chain_id=lat.chain_id, tx_hash__in={e.tx_hash for e in events}
+            lat=lat,
+            block_number__gte=events[0].block_number,
+            block_number__lte=events[-1].block_number,
         ).values_list("tx_hash", "log_index")
     )
     new = [e for e in events if (e.tx_hash, e.log_index) not in existing]
@@ -143,3 +151,122 @@ def deposit_remove_from_block(*, lat: Lat, block_number: int) -> int:
     removed, _ = doomed.delete()
     _renumber_from(first[0], first[1], lat.chain_id)
     return removed
+
+
+# --- indexing from the chain ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexSummary:
+    lat: str
+    from_block: int
+    to_block: int
+    new: int
+    removed: int
+
+
+def _confirmations(chain_id: int) -> int:
+    return settings.CHAIN_CONFIRMATIONS_BY_CHAIN.get(chain_id, settings.CHAIN_CONFIRMATIONS)
+
+
+def _find_fork(lat: Lat, gateway: Gateway) -> int:
+    """The last block whose stored hash the chain still has; deployment block - 1 if none."""
+    numbers = list(
+        Deposit.objects.filter(lat=lat)
+        .order_by("-block_number")
+        .values_list("block_number", "block_hash")
+        .distinct()
+    )
+    for start in range(0, len(numbers), 50):
+        chunk = numbers[start : start + 50]
+        canonical = gateway.blocks((n for n, _ in chunk), missing_ok=True)
+        for number, stored_hash in chunk:
+            if number in canonical and canonical[number].hash == stored_hash:
+                return number
+    return lat.deployment_block - 1
+
+
+def _check_reorg(lat: Lat, gateway: Gateway, checkpoint: DepositCheckpoint | None) -> int:
+    """Remove deposits a reorg orphaned; returns how many."""
+    if checkpoint is None:
+        return 0
+    current = gateway.block_or_none(checkpoint.block_number)
+    if current is not None and current.hash == checkpoint.block_hash:
+        return 0
+    fork = _find_fork(lat, gateway)
+    logger.warning("Reorg under %s: re-indexing from block %s", lat.proxy_address, fork + 1)
+    with transaction.atomic():
+        removed = deposit_remove_from_block(lat=lat, block_number=fork + 1)
+        if fork >= lat.deployment_block:
+            DepositCheckpoint.objects.filter(lat=lat).update(
+                block_number=fork, block_hash=gateway.block(fork).hash
+            )
+        else:
+            DepositCheckpoint.objects.filter(lat=lat).delete()
+    return removed
+
+
+def deposit_index(
+    *,
+    lat: Lat,
+    gateway: Gateway | None = None,
+    max_range: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> IndexSummary:
+    """Index the LAT's deposit events from its checkpoint up to head - confirmations.
+
+    Each block range is stored with the checkpoint in one transaction, so an interrupted run
+    resumes where it stopped. A range the node refuses is halved until it is accepted.
+    """
+    gateway = gateway or gateway_for(lat.chain_id)
+    max_range = max_range or settings.LOG_BLOCK_RANGE
+    try:
+        checkpoint = DepositCheckpoint.objects.filter(lat=lat).first()
+        removed = _check_reorg(lat, gateway, checkpoint)
+        checkpoint = DepositCheckpoint.objects.filter(lat=lat).first()
+        head = gateway.head(confirmations=_confirmations(lat.chain_id))
+        start = checkpoint.block_number + 1 if checkpoint else lat.deployment_block
+        first, new, span = start, 0, max_range
+        while start <= head.number:
+            end = min(start + span - 1, head.number)
+            try:
+                logs = gateway.deposit_logs(lat=lat.proxy_address, from_block=start, to_block=end)
+            except ChainUnavailable as exc:
+                if "refused" not in str(exc) or span == 1:
+                    raise
+                span = max(span // 2, 1)
+                continue
+            blocks = gateway.blocks({log.block_number for log in logs} | {end})
+            events = [
+                DepositEvent(
+                    tx_hash=log.tx_hash,
+                    log_index=log.log_index,
+                    block_number=log.block_number,
+                    block_hash=log.block_hash,
+                    created_at=datetime.fromtimestamp(blocks[log.block_number].timestamp, tz=UTC),
+                    kind=log.kind,
+                    sender=log.sender,
+                    receiver=log.receiver,
+                    asset=log.asset,
+                    amount=log.amount,
+                    shares=log.shares,
+                )
+                for log in logs
+            ]
+            with transaction.atomic():
+                new += deposit_record_events(lat=lat, events=events)
+                DepositCheckpoint.objects.update_or_create(
+                    lat=lat, defaults={"block_number": end, "block_hash": blocks[end].hash}
+                )
+            if progress:
+                progress(end - first + 1, head.number - first + 1)
+            start = end + 1
+            span = min(span * 2, max_range)
+    except ChainError as exc:
+        logger.warning("Deposit indexing of %s failed: %s", lat.proxy_address, exc)
+        sync_status_failure(lat=lat, job=SyncStatus.Job.DEPOSITS, error=exc)
+        raise
+    sync_status_success(lat=lat, job=SyncStatus.Job.DEPOSITS, block=head.number)
+    return IndexSummary(
+        lat=lat.proxy_address, from_block=first, to_block=head.number, new=new, removed=removed
+    )

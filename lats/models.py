@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
@@ -17,10 +19,40 @@ def AddressField(**kwargs) -> models.CharField:
     return models.CharField(**kwargs)
 
 
-def UintField(**kwargs) -> models.DecimalField:
-    """A raw on-chain uint256."""
-    kwargs.setdefault("default", 0)
-    return models.DecimalField(max_digits=78, decimal_places=0, **kwargs)
+class UintField(models.DecimalField):
+    """A raw on-chain uint256: NUMERIC(78, 0) in PostgreSQL.
+
+    SQLite would store a number this large as a REAL and lose digits, so there it is TEXT,
+    converted back to an exact Decimal on the way out.
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("max_digits", 78)
+        kwargs.setdefault("decimal_places", 0)
+        kwargs.setdefault("default", 0)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self):
+        name, path, args, kwargs = super().deconstruct()
+        for key, value in (("max_digits", 78), ("decimal_places", 0), ("default", 0)):
+            if kwargs.get(key) == value:
+                kwargs.pop(key)
+        return name, path, args, kwargs
+
+    def get_internal_type(self) -> str:
+        return "UintField"
+
+    def db_type(self, connection) -> str:
+        return "text" if connection.vendor == "sqlite" else "numeric(78, 0)"
+
+    def get_db_prep_value(self, value, connection, prepared=False):
+        if value is None or hasattr(value, "as_sql"):
+            return value
+        value = self.to_python(value)
+        return str(int(value)) if connection.vendor == "sqlite" else value
+
+    def from_db_value(self, value, expression, connection):
+        return None if value is None else Decimal(value)
 
 
 class Avs(models.Model):
@@ -143,9 +175,9 @@ class Lat(models.Model):
         help_text="ETH price of the unit of account, 1e18-scaled (1e18 for ETH LATs)."
     )
     apys = models.JSONField(default=dict, blank=True, editable=False)
-    state_block = models.PositiveBigIntegerField(null=True, blank=True, editable=False)
-    synced_at = models.DateTimeField(null=True, blank=True, editable=False)
-    sync_error = models.TextField(blank=True, default="", editable=False)
+    state_block = models.PositiveBigIntegerField(
+        null=True, blank=True, editable=False, help_text="Block the stored state was read at."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -232,3 +264,31 @@ class PriceFeed(models.Model):
 
     def __str__(self) -> str:
         return f"{self.token_address} -> {self.feed_address}"
+
+
+class SyncStatus(models.Model):
+    """How the last run of one refresh job went for one LAT (shown to ops in admin)."""
+
+    class Job(models.TextChoices):
+        STATE = "state", "LAT state, nodes and operators"
+        DEPOSITS = "deposits", "Deposits"
+        METADATA = "metadata", "AVS metadata"
+
+    lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="sync_statuses")
+    job = models.CharField(max_length=16, choices=Job.choices)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    last_block = models.PositiveBigIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "sync status"
+        verbose_name_plural = "sync statuses"
+        ordering = ("lat_id", "job")
+        constraints = [
+            models.UniqueConstraint(fields=("lat", "job"), name="syncstatus_lat_job_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lat.symbol} {self.job}"

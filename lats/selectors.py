@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from django.db.models import Prefetch, QuerySet, Sum
+from django.db.models import Prefetch, QuerySet
 
 from lats.models import BEACON_CHAIN_ETH, Avs, FeeStructure, Lat, LatToken, Token
 from latsite.api.errors import NotFound
 
 WAD = Decimal(10) ** 18
+WAD_INT = 10**18
 DEFAULT_OPERATOR_SPLIT_BIPS = 1000  # EigenLayer's default operator split: 10%
 APY_WINDOWS = (
     "current",
@@ -87,16 +88,17 @@ def _to_eth(lat: Lat, link: LatToken, amount: Decimal) -> Decimal:
 
 
 def staked_amounts(*, lat: Lat) -> dict[int, Decimal]:
-    """token id -> amount staked in the LAT's nodes, token units."""
+    """token id -> amount staked in the LAT's nodes, token units.
+
+    Summed here, not with SUM(): uint256 values overflow SQLite's 64-bit SUM.
+    """
     from operators.models import NodeAsset
 
-    rows = (
-        NodeAsset.objects.filter(node__lat=lat)
-        .values("token_id")
-        .annotate(total=Sum("staked_amount"))
-        .order_by()
-    )
-    return {row["token_id"]: Decimal(row["total"] or 0) for row in rows}
+    totals: dict[int, Decimal] = {}
+    rows = NodeAsset.objects.filter(node__lat=lat).values_list("token_id", "staked_amount")
+    for token_id, amount in rows:
+        totals[token_id] = totals.get(token_id, Decimal(0)) + Decimal(amount)
+    return totals
 
 
 @dataclass(frozen=True)
@@ -150,13 +152,28 @@ def lat_exchange_rate_unit(lat: Lat) -> Decimal:
     return Decimal(lat.total_assets) * WAD / Decimal(lat.total_supply)
 
 
+def _amount_for_one_lat(lat: Lat, link: LatToken) -> Decimal:
+    """calculateAmount(token, 1e18) in whole tokens, with the contract's integer rounding."""
+    supply, assets = int(lat.total_supply), int(lat.total_assets)
+    value = WAD_INT if supply == 0 else WAD_INT * assets // supply
+    raw = value * 10**link.decimals // int(link.price_per_unit)
+    return Decimal(raw) / Decimal(10) ** link.decimals
+
+
+def _shares_for_one_token(lat: Lat, link: LatToken) -> Decimal:
+    """calculateShares(token, one whole token) in whole LATs, with the contract's rounding."""
+    supply, assets = int(lat.total_supply), int(lat.total_assets)
+    value = 10**link.decimals * int(link.price_per_unit) // 10**link.decimals
+    raw = value if supply == 0 or assets == 0 else value * supply // assets
+    return Decimal(raw) / WAD
+
+
 def exchange_rates(*, address: str) -> dict[str, float]:
     """For a LAT: tokens per whole LAT by token symbol; for a token: LATs per whole token."""
     lat = Lat.objects.filter(proxy_address=address).prefetch_related(_lat_tokens_prefetch()).first()
     if lat is not None:
-        unit_per_lat = lat_exchange_rate_unit(lat)
         return {
-            link.token.symbol: float(unit_per_lat / Decimal(link.price_per_unit))
+            link.token.symbol: float(_amount_for_one_lat(lat, link))
             for link in lat.lat_tokens.all()
             if link.price_per_unit
         }
@@ -167,10 +184,7 @@ def exchange_rates(*, address: str) -> dict[str, float]:
     )
     if not links:
         raise NotFound(f"{address} is neither a LAT nor a token that a LAT supports.")
-    return {
-        link.lat.symbol: float(Decimal(link.price_per_unit) / lat_exchange_rate_unit(link.lat))
-        for link in links
-    }
+    return {link.lat.symbol: float(_shares_for_one_token(link.lat, link)) for link in links}
 
 
 def lat_fees(*, lat: Lat) -> dict[str, float]:

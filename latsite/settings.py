@@ -184,6 +184,9 @@ SPECTACULAR_SETTINGS = {
     "AUTHENTICATION_WHITELIST": [],
 }
 
+# Serve GET /bench/baseline (constant JSON through the same stack) for benchmarks only.
+BENCH_BASELINE = env.bool("BENCH_BASELINE", default=False)
+
 # Chain access: RPC_URL is the default node; RPC_URL_<chainId> overrides it per chain.
 RPC_URL = env.str("RPC_URL", default="")
 RPC_URLS = {
@@ -192,6 +195,19 @@ RPC_URLS = {
     if (m := re.fullmatch(r"RPC_URL_(\d+)", key)) and value
 }
 RPC_TIMEOUT = env.float("RPC_TIMEOUT", default=10.0)
+# Blocks behind the head that the deposit indexer stays (reorg safety). Local dev chains
+# (chain id 31337) default to 0; CHAIN_CONFIRMATIONS_<chainId> overrides per chain.
+CHAIN_CONFIRMATIONS = env.int("CHAIN_CONFIRMATIONS", default=12)
+CHAIN_CONFIRMATIONS_BY_CHAIN = {31337: 0} | {
+    int(m.group(1)): int(value)
+    for key, value in env.ENVIRON.items()
+    if (m := re.fullmatch(r"CHAIN_CONFIRMATIONS_(\d+)", key))
+}
+# Largest block range asked of eth_getLogs; halved while a node refuses a range.
+LOG_BLOCK_RANGE = env.int("LOG_BLOCK_RANGE", default=5000)
+# AVS metadata documents: fetched with a timeout and a size cap.
+METADATA_FETCH_TIMEOUT = env.float("METADATA_FETCH_TIMEOUT", default=5.0)
+METADATA_MAX_BYTES = env.int("METADATA_MAX_BYTES", default=65536)
 
 # Celery: Redis as broker when REDIS_URL is set.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")

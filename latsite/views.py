@@ -7,6 +7,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from latsite.api.errors import ERROR_CODES, handler404
 
@@ -34,6 +36,18 @@ def health(request: HttpRequest) -> JsonResponse:
     except Exception:
         return JsonResponse({"status": "unavailable"}, status=503)
     return JsonResponse({"status": "ok"})
+
+
+_CONSTANT = {"data": [{"name": "baseline", "value": "1000000000000000000"}]}
+
+
+class BaselineView(APIView):
+    """Constant JSON through the same stack as the API (benchmarks' baseline); not in the schema."""
+
+    schema = None
+
+    def get(self, request):
+        return Response(_CONSTANT)
 
 
 def not_found(request: HttpRequest, unmatched: str = "") -> JsonResponse:

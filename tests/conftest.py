@@ -1,7 +1,16 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
 from rest_framework.test import APIClient
+from web3 import Web3
+from web3.contract import Contract
+
+from lats.chain.anvil import AnvilNode, start_anvil
+from lats.chain.devnet import connect, contract, deploy_devnet
 
 
 @pytest.fixture
@@ -127,3 +136,55 @@ def dataset(db) -> Dataset:
         core_shares=3 * 10**18,
     )
     return d
+
+
+# --- the chain: one anvil per test worker, the devnet deployed once, reverted per test ---
+
+
+@pytest.fixture(scope="session")
+def anvil_node() -> Iterator[AnvilNode]:
+    """A fresh anvil on a free 127.0.0.1 port, per test worker."""
+    node = start_anvil()
+    yield node
+    node.stop()
+
+
+@pytest.fixture(scope="session")
+def devnet(anvil_node: AnvilNode) -> list[dict[str, Any]]:
+    """The demo LAT manifests (deployed once per session, before any snapshot)."""
+    return deploy_devnet(anvil_node.url)
+
+
+@dataclass
+class Chain:
+    url: str
+    w3: Web3
+    manifests: list[dict[str, Any]]
+
+    def lat(self, symbol: str) -> dict[str, Any]:
+        return next(m for m in self.manifests if m["symbol"] == symbol)
+
+    def contract(self, name: str, address: str) -> Contract:
+        return contract(self.w3, name, address)
+
+    def account(self, index: int) -> str:
+        return Web3.to_checksum_address(self.w3.eth.accounts[index])
+
+    def rpc(self, method: str, *params: Any) -> Any:
+        response = self.w3.provider.make_request(method, list(params))
+        if "error" in response:
+            raise RuntimeError(f"{method}: {response['error']}")
+        return response["result"]
+
+
+@pytest.fixture
+def chain(anvil_node: AnvilNode, devnet: list[dict[str, Any]]) -> Iterator[Chain]:
+    """The devnet, with whatever the test does undone afterwards (evm_snapshot/evm_revert)."""
+    w3 = connect(anvil_node.url)
+    state = Chain(anvil_node.url, w3, devnet)
+    snapshot = state.rpc("evm_snapshot")
+    try:
+        yield state
+    finally:
+        if not state.rpc("evm_revert", snapshot):
+            raise RuntimeError(f"evm_revert({snapshot}) failed")

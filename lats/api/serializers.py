@@ -116,17 +116,13 @@ class CuratedMetadataSerializer(serializers.Serializer):
     avsAddress = AddressOutField(source="address")
     metadataName = serializers.CharField(source="metadata_name", allow_null=True)
     metadataDescription = serializers.CharField(source="metadata_description", allow_null=True)
-    metadataCommunityChat = serializers.CharField(
-        source="metadata_community_chat", allow_null=True
-    )
+    metadataCommunityChat = serializers.CharField(source="metadata_community_chat", allow_null=True)
     metadataLogo = serializers.CharField(source="metadata_logo", allow_null=True)
     metadataMessaging = serializers.CharField(source="metadata_messaging", allow_null=True)
     metadataWebsite = serializers.CharField(source="metadata_website", allow_null=True)
     metadataSocial = serializers.CharField(source="metadata_social", allow_null=True)
     metadataCode = serializers.CharField(source="metadata_code", allow_null=True)
-    metadataTokenAddress = AddressOutField(
-        source="metadata_token_address", allow_null=True
-    )
+    metadataTokenAddress = AddressOutField(source="metadata_token_address", allow_null=True)
     tags = serializers.ListField(child=serializers.CharField(), read_only=True)
 
 

@@ -40,9 +40,7 @@ class OperatorTvlSerializer(serializers.Serializer):
 class OperatorMetadataSerializer(serializers.Serializer):
     metadataName = serializers.CharField(source="metadata_name", read_only=True)
     metadataDescription = serializers.CharField(source="metadata_description", read_only=True)
-    metadataCommunityChat = serializers.CharField(
-        source="metadata_community_chat", read_only=True
-    )
+    metadataCommunityChat = serializers.CharField(source="metadata_community_chat", read_only=True)
     metadataLogo = serializers.CharField(source="metadata_logo", read_only=True)
     metadataMessaging = serializers.CharField(source="metadata_messaging", read_only=True)
     metadataWebsite = serializers.CharField(source="metadata_website", read_only=True)
@@ -70,9 +68,7 @@ class OperatorDetailSerializer(serializers.Serializer):
         read_only=True,
         help_text="Proxy addresses of the LATs delegating to this operator.",
     )
-    stakerNodeAssets = StakerNodeAssetsSerializer(
-        source="nodes", many=True, read_only=True
-    )
+    stakerNodeAssets = StakerNodeAssetsSerializer(source="nodes", many=True, read_only=True)
     tvl = OperatorTvlSerializer(required=False, help_text="Present when withTvl=true.")
 
     def __init__(self, *args, with_tvl: bool = True, **kwargs):

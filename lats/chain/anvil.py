@@ -1,0 +1,203 @@
+"""Start (or reuse) a local anvil node from ``node_modules/.bin/anvil``, on 127.0.0.1 only.
+
+``start_anvil()`` returns an :class:`AnvilNode` with ``.url`` and ``.stop()``; the node
+auto-mines one block per transaction, with 20 funded accounts of the default test mnemonic.
+``python -m lats.chain.anvil [--port N] [--state FILE]`` runs one in the foreground.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ANVIL_BIN = REPO_ROOT / "node_modules" / ".bin" / "anvil"
+HOST = "127.0.0.1"
+DEFAULT_CHAIN_ID = 31337
+DEFAULT_ACCOUNTS = 20
+DEFAULT_GAS_LIMIT = 300_000_000
+DEFAULT_MNEMONIC = "test test test test test test test test test test test junk"
+
+
+class AnvilError(RuntimeError):
+    """anvil is missing, did not come up, or a reused node is on another chain."""
+
+
+@dataclass
+class AnvilNode:
+    url: str
+    port: int
+    chain_id: int
+    process: subprocess.Popen[bytes] | None = None  # None: a node we reused, not ours to stop
+    log_path: Path | None = None
+    _stopped: bool = field(default=False, repr=False)
+
+    @property
+    def owned(self) -> bool:
+        return self.process is not None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the node if this process started it (a reused node is left running)."""
+        if self._stopped or self.process is None:
+            return
+        self._stopped = True
+        if self.process.poll() is None:
+            # SIGINT lets anvil dump --state before exiting.
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout)
+        if self.log_path is not None:
+            with contextlib.suppress(OSError):
+                self.log_path.unlink()
+
+    def __enter__(self) -> AnvilNode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def find_anvil() -> Path:
+    """The anvil binary of the npm package: the platform package's executable when present
+    (no node wrapper in between, so signals reach anvil itself), else ``.bin/anvil``."""
+    arch = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        platform.machine().lower(), platform.machine().lower()
+    )
+    native = REPO_ROOT / "node_modules" / "@foundry-rs" / f"anvil-{sys.platform}-{arch}" / "bin"
+    if (native / "anvil").exists():
+        return native / "anvil"
+    if not ANVIL_BIN.exists():
+        raise AnvilError(f"{ANVIL_BIN} not found: run `npm install --no-audit --no-fund`")
+    return ANVIL_BIN
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def rpc_chain_id(url: str, timeout: float = 1.0) -> int | None:
+    """The node's chain id, or None when nothing answers JSON-RPC at ``url``."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}).encode()
+    request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return int(json.load(response)["result"], 16)
+    except (OSError, ValueError, KeyError, urllib.error.URLError):
+        return None
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    """Linux: have the kernel stop anvil if the Python process that started it dies."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def start_anvil(
+    *,
+    port: int | None = None,
+    chain_id: int = DEFAULT_CHAIN_ID,
+    accounts: int = DEFAULT_ACCOUNTS,
+    gas_limit: int = DEFAULT_GAS_LIMIT,
+    state_file: str | os.PathLike[str] | None = None,
+    reuse: bool = True,
+    timeout: float = 10.0,
+) -> AnvilNode:
+    """Start anvil on 127.0.0.1 and wait until it answers ``eth_chainId``.
+
+    ``port=None`` picks a free port. With a given port where a node already answers, that node
+    is reused when ``reuse`` (its chain id must match) instead of starting a second one.
+    ``state_file`` is anvil's ``--state``: loaded at start when it exists, written at stop, so a
+    demo chain survives restarts.
+    """
+    if port is not None:
+        url = f"http://{HOST}:{port}"
+        running = rpc_chain_id(url)
+        if running is not None:
+            if not reuse:
+                raise AnvilError(f"port {port} is taken by a node on chain {running}")
+            if running != chain_id:
+                raise AnvilError(f"node at {url} is on chain {running}, expected {chain_id}")
+            return AnvilNode(url=url, port=port, chain_id=running)
+    port = port if port is not None else free_port()
+    url = f"http://{HOST}:{port}"
+    args = [
+        str(find_anvil()),
+        "--host", HOST,
+        "--port", str(port),
+        "--chain-id", str(chain_id),
+        "--accounts", str(accounts),
+        "--mnemonic", DEFAULT_MNEMONIC,
+        "--gas-limit", str(gas_limit),
+        "--quiet",
+    ]  # fmt: skip
+    if state_file is not None:
+        args += ["--state", os.fspath(state_file)]
+    log_fd, log_name = tempfile.mkstemp(prefix="anvil-", suffix=".log")
+    log_path = Path(log_name)
+    with os.fdopen(log_fd, "wb") as log:
+        process = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO_ROOT,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
+    node = AnvilNode(url=url, port=port, chain_id=chain_id, process=process, log_path=log_path)
+    atexit.register(node.stop)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            output = log_path.read_text(errors="replace")[-2000:]
+            node.stop()
+            raise AnvilError(f"anvil exited with {process.returncode}: {output}")
+        if rpc_chain_id(url, timeout=0.5) == chain_id:
+            return node
+        time.sleep(0.05)
+    node.stop()
+    raise AnvilError(f"anvil did not answer at {url} within {timeout} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lats.chain.anvil", description=__doc__)
+    parser.add_argument("--port", type=int, default=8545)
+    parser.add_argument("--chain-id", type=int, default=DEFAULT_CHAIN_ID)
+    parser.add_argument("--state", dest="state_file", help="anvil --state file to load and dump")
+    args = parser.parse_args(argv)
+    node = start_anvil(
+        port=args.port, chain_id=args.chain_id, state_file=args.state_file, reuse=False
+    )
+    print(f"anvil listening at {node.url} (chain {node.chain_id}); Ctrl-C stops it", flush=True)
+    try:
+        while node.process is not None and node.process.poll() is None:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        node.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

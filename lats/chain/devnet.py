@@ -1,0 +1,680 @@
+"""Deploy the demo LATs, with a small EigenLayer, on a local anvil node.
+
+``deploy_devnet(rpc_url)`` deploys the set described by ``DEMO_LATS`` on a running anvil and
+returns one manifest per LAT, in the format of ``shared/spec/chain.md`` (with the optional
+``eigenlayer`` and ``priceFeeds`` members). The script is deterministic: the same amounts, prices
+and delegations every time, so tests can compute expected values by hand from the constants here.
+
+Accounts are anvil's default-mnemonic accounts, by index: 0 deploys and owns every contract;
+1-3 are depositors; 4-6 are operators; 7-9 are the AVSs of the three LATs; 10 is the default
+sender of ``deposit_many``; 19 is the proxy admin (a transparent proxy refuses its other calls).
+
+Each AVS announces its metadata with ``AVSDirectory.updateAVSMetadataURI`` as an RFC 2397
+``data:application/json;base64,...`` URI holding EigenLayer's metadata JSON (name, website,
+description, logo, twitter), so the service can read it without network access.
+
+``python -m lats.chain.devnet [--rpc-url URL] [--out DIR]`` deploys and prints (or writes)
+the manifests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from eth_abi import decode as abi_decode
+from web3 import Web3
+from web3.contract import Contract
+from web3.contract.contract import ContractFunction
+from web3.logs import DISCARD
+from web3.types import TxReceipt
+
+from lats.chain.compile import load_build
+
+BEACON_CHAIN_ETH = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
+MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11"
+EIP1967_IMPLEMENTATION_SLOT = 0x360894A13BA1A3210667C828492DB98DCA3E2076CC3735A920A3CA505D382BBC
+EIP1967_ADMIN_SLOT = 0xB53127684A568B3173AE13B9F8A6016E243E63B6E8EE1178D6A717850B5D6103
+
+DEPLOYER = 0
+DEPOSITORS = (1, 2, 3)
+OPERATORS = (4, 5, 6)
+BENCH_SENDER = 10
+PROXY_ADMIN = 19
+
+WAD = 10**18
+PRICE_STALENESS_SECONDS = 86_400
+SLASHED_OPERATOR = 5
+SLASHED_WAD = WAD // 10  # operator 5 has lost 10 % of its stake
+REWARDS_DURATION = 7 * 86_400
+
+
+def units(amount: str | int, decimals: int) -> int:
+    """Whole-token amount ("1.5") to raw units, exactly."""
+    whole, _, frac = str(amount).partition(".")
+    return int(whole) * 10**decimals + int((frac + "0" * decimals)[:decimals] or 0)
+
+
+@dataclass(frozen=True)
+class TokenSpec:
+    symbol: str
+    name: str
+    decimals: int
+    strategy_rate: int  # underlying units per strategy share, 1e18-scaled
+    eth_price: int | None = None  # ETH per whole token, 1e18-scaled, for a Chainlink-style feed
+
+
+TOKENS: dict[str, TokenSpec] = {
+    t.symbol: t
+    for t in (
+        TokenSpec("stETH", "Test Staked Ether", 18, 1_050_000_000_000_000_000),
+        TokenSpec("cbETH", "Test Coinbase Staked ETH", 6, 1_020_000_000_000_000_000),
+        TokenSpec("rETH", "Test Rocket Pool ETH", 18, 1_100_000_000_000_000_000),
+        TokenSpec("ORB", "Orbit", 18, 1_100_000_000_000_000_000, 400_000_000_000_000),
+        TokenSpec("WBTC", "Test Wrapped BTC", 8, 1_010_000_000_000_000_000, 30 * WAD),
+        TokenSpec(
+            "tBTC", "Test tBTC v2", 18, 1_030_000_000_000_000_000, 29_900_000_000_000_000_000
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class LatSpec:
+    """One demo LAT and the scripted history deploy_devnet gives it (amounts in whole tokens)."""
+
+    name: str
+    symbol: str
+    base_asset: str  # "ETH" or a TOKENS symbol
+    avs_account: int
+    avs_metadata: dict[str, str]
+    max_nodes: int
+    legacy_events: bool
+    tokens: tuple[tuple[str, int, int], ...]  # (symbol, pricePerUnit, volatilityThreshold)
+    added_then_removed: tuple[tuple[str, int], ...] = ()  # (symbol, price): TokenAdded+Removed
+    nodes: int = 3
+    delegate_before_staking: dict[int, int] = field(default_factory=dict)  # node -> operator
+    delegate_after_staking: dict[int, int] = field(default_factory=dict)
+    undelegate: tuple[int, ...] = ()
+    deposits: tuple[tuple[int, dict[str, str]], ...] = ()  # (account, {symbol: amount})
+    stakes: tuple[tuple[int, dict[str, str]], ...] = ()  # (node, {symbol: amount})
+    queued: dict[str, str] = field(default_factory=dict)
+    manager_price_updates: dict[str, int] = field(default_factory=dict)  # via LTM.setPrice
+    oracle_price_updates: dict[str, int] = field(default_factory=dict)  # via oracle.updateRate
+    feed_updates: dict[str, int] = field(default_factory=dict)  # symbol -> new ETH price
+    operator_splits: dict[int, int] = field(default_factory=dict)  # operator -> bips
+    reward: tuple[str, str] = ("", "0")  # (token symbol, amount) submitted by the AVS
+    late_deposits: tuple[tuple[int, dict[str, str]], ...] = ()  # after staking and prices
+
+
+DEMO_LATS: tuple[LatSpec, ...] = (
+    LatSpec(
+        name="Liquid AVS Token ETH",
+        symbol="latETH",
+        base_asset="ETH",
+        avs_account=7,
+        avs_metadata={
+            "name": "Example Data Availability AVS",
+            "website": "https://da.example.org",
+            "description": "A demo AVS secured by restaked ETH.",
+            "logo": "https://da.example.org/logo.png",
+            "twitter": "https://x.com/example_da",
+        },
+        max_nodes=10,
+        legacy_events=False,
+        tokens=(("stETH", WAD, 5 * 10**16), ("cbETH", 1_080_000_000_000_000_000, 0)),
+        added_then_removed=(("rETH", 1_100_000_000_000_000_000),),
+        nodes=3,
+        delegate_before_staking={0: 4},
+        delegate_after_staking={1: SLASHED_OPERATOR},  # node 2 stays undelegated
+        deposits=((1, {"stETH": "10"}), (2, {"cbETH": "20"}), (3, {"stETH": "5", "cbETH": "3"})),
+        stakes=((0, {"stETH": "8", "cbETH": "10"}), (1, {"stETH": "4"})),
+        queued={"stETH": "1"},
+        manager_price_updates={"cbETH": 1_090_000_000_000_000_000},
+        oracle_price_updates={"stETH": 999_000_000_000_000_000},
+        operator_splits={4: 500},  # operator 5 keeps the 10 % default
+        reward=("stETH", "100"),
+        late_deposits=((1, {"cbETH": "2"}),),
+    ),
+    LatSpec(
+        name="Liquid AVS Token Orbit",
+        symbol="latORB",
+        base_asset="ORB",
+        avs_account=8,
+        avs_metadata={
+            "name": "Orbit Network",
+            "website": "https://orbit.example.org",
+            "description": "A demo AVS with its own token, ORB.",
+            "logo": "https://orbit.example.org/logo.svg",
+            "twitter": "https://x.com/example_orbit",
+            "discord": "https://discord.gg/example-orbit",
+        },
+        max_nodes=5,
+        legacy_events=True,  # emits the older Deposit event instead of AssetDeposited
+        tokens=(("ORB", WAD, 0),),
+        nodes=3,
+        delegate_before_staking={0: 6, 1: SLASHED_OPERATOR, 2: 4},
+        undelegate=(2,),  # node 2 holds shares but is undelegated again
+        deposits=((1, {"ORB": "1000"}), (2, {"ORB": "2500"}), (3, {"ORB": "500"})),
+        stakes=((0, {"ORB": "1500"}), (1, {"ORB": "1000"}), (2, {"ORB": "200"})),
+        queued={"ORB": "100"},
+        feed_updates={"ORB": 420_000_000_000_000},
+        operator_splits={6: 2500},
+        reward=("ORB", "50000"),
+        late_deposits=((2, {"ORB": "10"}),),
+    ),
+    LatSpec(
+        name="Liquid AVS Token BTC",
+        symbol="latBTC",
+        base_asset="WBTC",
+        avs_account=9,
+        avs_metadata={
+            "name": "Example BTC Bridge AVS",
+            "website": "https://bridge.example.org",
+            "description": "A demo AVS secured by restaked BTC.",
+            "logo": "https://bridge.example.org/logo.png",
+            "twitter": "https://x.com/example_bridge",
+        },
+        max_nodes=4,
+        legacy_events=False,
+        tokens=(("WBTC", WAD, 2 * 10**16), ("tBTC", 998_000_000_000_000_000, 2 * 10**16)),
+        nodes=2,
+        delegate_before_staking={0: 4},  # node 1 stays undelegated, with shares
+        deposits=(
+            (1, {"WBTC": "2"}),
+            (2, {"tBTC": "1.5"}),
+            (3, {"WBTC": "0.5", "tBTC": "0.25"}),
+        ),
+        stakes=((0, {"WBTC": "1.5", "tBTC": "1"}), (1, {"WBTC": "0.5"})),
+        queued={"tBTC": "0.1"},
+        oracle_price_updates={"tBTC": 997_000_000_000_000_000},
+        operator_splits={4: 0},
+        reward=("WBTC", "0.05"),
+        late_deposits=((3, {"WBTC": "0.1"}),),
+    ),
+)
+
+
+class DevnetError(RuntimeError):
+    """A devnet transaction failed or the node is not usable."""
+
+
+# ----- artifacts and contracts -----
+
+
+@lru_cache(maxsize=1)
+def load_artifacts() -> dict[str, dict[str, Any]]:
+    """Contract name -> {"abi", "bytecode", "deployedBytecode", "source"} (compiles if needed)."""
+    return load_build()["contracts"]
+
+
+def connect(rpc_url: str, *, timeout: float = 60.0) -> Web3:
+    return Web3(Web3.HTTPProvider(rpc_url, request_kwargs={"timeout": timeout}))
+
+
+def contract(w3: Web3, name: str, address: str) -> Contract:
+    """The compiled contract ``name`` at ``address``; for a proxy, name its implementation."""
+    return w3.eth.contract(
+        address=Web3.to_checksum_address(address), abi=load_artifacts()[name]["abi"]
+    )
+
+
+@lru_cache(maxsize=1)
+def _error_selectors() -> dict[bytes, tuple[str, list[str]]]:
+    selectors: dict[bytes, tuple[str, list[str]]] = {
+        bytes.fromhex("08c379a0"): ("Error", ["string"]),
+        bytes.fromhex("4e487b71"): ("Panic", ["uint256"]),
+    }
+    for artifact in load_artifacts().values():
+        for item in artifact["abi"]:
+            if item["type"] == "error":
+                types = [arg["type"] for arg in item["inputs"]]
+                signature = f"{item['name']}({','.join(types)})"
+                selectors[Web3.keccak(text=signature)[:4]] = (item["name"], types)
+    return selectors
+
+
+def decode_error(data: str | bytes) -> tuple[str, tuple[Any, ...]]:
+    """Decode revert data (selector + args) against every compiled contract's errors.
+
+    Returns ``(name, args)``, e.g. ``("UnsupportedAsset", ("0xAb...",))``; raises KeyError for
+    an unknown selector.
+    """
+    raw = (
+        bytes.fromhex(data[2:] if data.startswith("0x") else data)
+        if isinstance(data, str)
+        else data
+    )
+    name, types = _error_selectors()[raw[:4]]
+    args = abi_decode(types, raw[4:]) if types else ()
+    return name, tuple(
+        Web3.to_checksum_address(a) if t == "address" else a
+        for a, t in zip(args, types, strict=True)
+    )
+
+
+# ----- transactions -----
+
+
+def _send(w3: Web3, call: ContractFunction, sender: str, **tx: Any) -> TxReceipt:
+    tx_hash = call.transact({"from": sender, **tx})
+    return _receipt(w3, tx_hash)
+
+
+def _receipt(w3: Web3, tx_hash: Any) -> TxReceipt:
+    receipt = w3.eth.wait_for_transaction_receipt(tx_hash, timeout=30, poll_latency=0.01)
+    if receipt["status"] != 1:
+        raise DevnetError(f"transaction {tx_hash.hex()} reverted")
+    return receipt
+
+
+@dataclass(frozen=True)
+class Deployed:
+    address: str
+    block: int
+
+    def ref(self) -> dict[str, Any]:
+        return {"address": self.address, "block": self.block}
+
+
+def _deploy(w3: Web3, name: str, sender: str, *args: Any) -> Deployed:
+    artifact = load_artifacts()[name]
+    factory = w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
+    receipt = _receipt(w3, factory.constructor(*args).transact({"from": sender}))
+    return Deployed(Web3.to_checksum_address(receipt["contractAddress"]), receipt["blockNumber"])
+
+
+def install_multicall3(w3: Web3) -> str:
+    """Put Multicall3's runtime code at the canonical address (anvil_setCode) if absent."""
+    if len(w3.eth.get_code(MULTICALL3_ADDRESS)) == 0:
+        code = load_artifacts()["Multicall3"]["deployedBytecode"]
+        response = w3.provider.make_request("anvil_setCode", [MULTICALL3_ADDRESS, code])
+        if "error" in response:
+            raise DevnetError(f"anvil_setCode failed: {response['error']}")
+    return MULTICALL3_ADDRESS
+
+
+# ----- the shared EigenLayer and tokens -----
+
+
+@dataclass
+class Core:
+    accounts: list[str]
+    strategy_manager: Contract
+    delegation_manager: Contract
+    rewards_coordinator: Contract
+    avs_directory: Contract
+    tokens: dict[str, Contract]  # symbol -> TestERC20
+    strategies: dict[str, Contract]  # symbol -> Strategy
+    feeds: dict[str, Contract]  # symbol -> PriceFeed
+
+    def account(self, index: int) -> str:
+        return self.accounts[index]
+
+
+def deploy_core(w3: Web3) -> Core:
+    """Deploy the EigenLayer stand-ins, the test tokens with their strategies and price feeds,
+    and register the operators (operator 5 slashed by 10 %)."""
+    accounts = [Web3.to_checksum_address(a) for a in w3.eth.accounts]
+    if len(accounts) <= PROXY_ADMIN:
+        raise DevnetError(f"the node has {len(accounts)} accounts; the devnet needs 20")
+    owner = accounts[DEPLOYER]
+    install_multicall3(w3)
+    sm = contract(w3, "StrategyManager", _deploy(w3, "StrategyManager", owner).address)
+    dm = contract(
+        w3, "DelegationManager", _deploy(w3, "DelegationManager", owner, sm.address).address
+    )
+    _send(w3, sm.functions.setDelegationManager(dm.address), owner)
+    rc = contract(w3, "RewardsCoordinator", _deploy(w3, "RewardsCoordinator", owner).address)
+    avs_directory = contract(w3, "AVSDirectory", _deploy(w3, "AVSDirectory", owner).address)
+
+    tokens: dict[str, Contract] = {}
+    strategies: dict[str, Contract] = {}
+    feeds: dict[str, Contract] = {}
+    for spec in TOKENS.values():
+        token = _deploy(w3, "TestERC20", owner, spec.name, spec.symbol, spec.decimals)
+        tokens[spec.symbol] = contract(w3, "TestERC20", token.address)
+        strategy = _deploy(w3, "Strategy", owner, token.address, sm.address, spec.strategy_rate)
+        strategies[spec.symbol] = contract(w3, "Strategy", strategy.address)
+        if spec.eth_price is not None:
+            feed = _deploy(w3, "PriceFeed", owner, 18, f"{spec.symbol} / ETH", spec.eth_price)
+            feeds[spec.symbol] = contract(w3, "PriceFeed", feed.address)
+
+    for index in OPERATORS:
+        uri = f"https://operators.example.org/{index}.json"
+        _send(w3, dm.functions.registerAsOperator(accounts[index], 0, uri), accounts[index])
+    _send(w3, dm.functions.setOperatorSlashing(accounts[SLASHED_OPERATOR], SLASHED_WAD), owner)
+    return Core(accounts, sm, dm, rc, avs_directory, tokens, strategies, feeds)
+
+
+# ----- one LAT -----
+
+
+def avs_metadata_uri(metadata: dict[str, str]) -> str:
+    document = json.dumps(metadata, separators=(",", ":")).encode()
+    return "data:application/json;base64," + base64.b64encode(document).decode()
+
+
+def deploy_lat(w3: Web3, core: Core, spec: LatSpec) -> dict[str, Any]:
+    """Deploy one LAT per ``spec``, play its scripted history, and return its manifest."""
+    owner = core.account(DEPLOYER)
+    admin = core.account(PROXY_ADMIN)
+    impl = {
+        name: _deploy(w3, name, owner)
+        for name in (
+            "LiquidToken",
+            "LiquidTokenManager",
+            "StakerNodeCoordinator",
+            "StakerNode",
+            "TokenRegistryOracle",
+        )
+    }
+    # The LiquidToken proxy first: its block is the LAT's deploymentBlock.
+    proxy = {
+        name: _deploy(w3, "TransparentProxy", owner, impl[name].address, admin, b"")
+        for name in (
+            "LiquidToken",
+            "LiquidTokenManager",
+            "StakerNodeCoordinator",
+            "TokenRegistryOracle",
+        )
+    }
+    lt = contract(w3, "LiquidToken", proxy["LiquidToken"].address)
+    ltm = contract(w3, "LiquidTokenManager", proxy["LiquidTokenManager"].address)
+    coordinator = contract(w3, "StakerNodeCoordinator", proxy["StakerNodeCoordinator"].address)
+    oracle = contract(w3, "TokenRegistryOracle", proxy["TokenRegistryOracle"].address)
+    sm, dm = core.strategy_manager, core.delegation_manager
+
+    _send(
+        w3,
+        lt.functions.initialize(
+            spec.name, spec.symbol, owner, ltm.address, oracle.address, spec.legacy_events
+        ),
+        owner,
+    )
+    _send(
+        w3,
+        ltm.functions.initialize(
+            owner, lt.address, coordinator.address, oracle.address, sm.address, dm.address
+        ),
+        owner,
+    )
+    _send(
+        w3,
+        coordinator.functions.initialize(
+            owner,
+            ltm.address,
+            sm.address,
+            dm.address,
+            impl["StakerNode"].address,
+            admin,
+            spec.max_nodes,
+        ),
+        owner,
+    )
+    _send(w3, oracle.functions.initialize(owner, ltm.address, PRICE_STALENESS_SECONDS), owner)
+
+    def add_token(symbol: str, price: int, threshold: int) -> None:
+        token, strategy = core.tokens[symbol], core.strategies[symbol]
+        decimals = TOKENS[symbol].decimals
+        _send(
+            w3,
+            ltm.functions.addToken(token.address, decimals, price, threshold, strategy.address),
+            owner,
+        )
+
+    for symbol, price, threshold in spec.tokens:
+        add_token(symbol, price, threshold)
+    for symbol, price in spec.added_then_removed:
+        add_token(symbol, price, 0)
+        _send(w3, ltm.functions.removeToken(core.tokens[symbol].address), owner)
+    for _ in range(spec.nodes):
+        _send(w3, coordinator.functions.createStakerNode(), owner)
+
+    avs = core.account(spec.avs_account)
+    _send(
+        w3,
+        core.avs_directory.functions.updateAVSMetadataURI(avs_metadata_uri(spec.avs_metadata)),
+        avs,
+    )
+
+    def deposit(account: int, amounts: dict[str, str]) -> None:
+        sender = core.account(account)
+        assets, raw = [], []
+        for symbol, amount in amounts.items():
+            token = core.tokens[symbol]
+            value = units(amount, TOKENS[symbol].decimals)
+            _send(w3, token.functions.mint(sender, value), sender)
+            _send(w3, token.functions.approve(lt.address, value), sender)
+            assets.append(token.address)
+            raw.append(value)
+        _send(w3, lt.functions.deposit(assets, raw, sender), sender)
+
+    for account, amounts in spec.deposits:
+        deposit(account, amounts)
+    for node_id, operator in spec.delegate_before_staking.items():
+        _send(w3, ltm.functions.delegateNode(node_id, core.account(operator)), owner)
+    for node_id, amounts in spec.stakes:
+        assets = [core.tokens[s].address for s in amounts]
+        raw = [units(a, TOKENS[s].decimals) for s, a in amounts.items()]
+        _send(w3, ltm.functions.stakeAssetsToNode(node_id, assets, raw), owner)
+    for node_id, operator in spec.delegate_after_staking.items():
+        _send(w3, ltm.functions.delegateNode(node_id, core.account(operator)), owner)
+    for node_id in spec.undelegate:
+        _send(w3, ltm.functions.undelegateNode(node_id), owner)
+    for symbol, amount in spec.queued.items():
+        raw_amount = units(amount, TOKENS[symbol].decimals)
+        _send(w3, ltm.functions.queueAssets(core.tokens[symbol].address, raw_amount), owner)
+    for symbol, price in spec.manager_price_updates.items():
+        _send(w3, ltm.functions.setPrice(core.tokens[symbol].address, price), owner)
+    for symbol, price in spec.oracle_price_updates.items():
+        _send(w3, oracle.functions.updateRate(core.tokens[symbol].address, price), owner)
+    for symbol, price in spec.feed_updates.items():
+        _send(w3, core.feeds[symbol].functions.setAnswer(price), owner)
+    for operator, bips in spec.operator_splits.items():
+        op = core.account(operator)
+        _send(w3, core.rewards_coordinator.functions.setOperatorAVSSplit(op, avs, bips), op)
+    if spec.reward[0]:
+        _submit_rewards(w3, core, spec, avs)
+    for account, amounts in spec.late_deposits:
+        deposit(account, amounts)
+
+    token_symbols = [symbol for symbol, _, _ in spec.tokens]
+    base_asset = (
+        BEACON_CHAIN_ETH if spec.base_asset == "ETH" else core.tokens[spec.base_asset].address
+    )
+    return {
+        "proxyAddress": lt.address,
+        "implementationAddress": impl["LiquidToken"].address,
+        "name": spec.name,
+        "symbol": spec.symbol,
+        "avsAddress": avs,
+        "baseAsset": base_asset,
+        "chainId": w3.eth.chain_id,
+        "maxNodes": spec.max_nodes,
+        "deploymentBlock": proxy["LiquidToken"].block,
+        "contractDeployments": {
+            "implementation": {
+                "liquidTokenManager": impl["LiquidTokenManager"].ref(),
+                "stakerNodeCoordinator": impl["StakerNodeCoordinator"].ref(),
+                "stakerNode": impl["StakerNode"].ref(),
+                "tokenRegistryOracle": impl["TokenRegistryOracle"].ref(),
+            },
+            "proxy": {
+                "liquidTokenManager": proxy["LiquidTokenManager"].ref(),
+                "stakerNodeCoordinator": proxy["StakerNodeCoordinator"].ref(),
+                "tokenRegistryOracle": proxy["TokenRegistryOracle"].ref(),
+            },
+        },
+        "tokens": [
+            {"address": core.tokens[s].address, "strategy": core.strategies[s].address}
+            for s in token_symbols
+        ],
+        "eigenlayer": {
+            "delegationManager": dm.address,
+            "strategyManager": sm.address,
+            "rewardsCoordinator": core.rewards_coordinator.address,
+            "avsDirectory": core.avs_directory.address,
+        },
+        "priceFeeds": {
+            core.tokens[s].address: core.feeds[s].address for s in token_symbols if s in core.feeds
+        },
+    }
+
+
+def _submit_rewards(w3: Web3, core: Core, spec: LatSpec, avs: str) -> None:
+    symbol, amount = spec.reward
+    token = core.tokens[symbol]
+    raw = units(amount, TOKENS[symbol].decimals)
+    _send(w3, token.functions.mint(avs, raw), avs)
+    _send(w3, token.functions.approve(core.rewards_coordinator.address, raw), avs)
+    # EigenLayer wants strategies in ascending address order.
+    strategies = sorted(
+        (core.strategies[s].address for s, _, _ in spec.tokens), key=lambda a: int(a, 16)
+    )
+    now = w3.eth.get_block("latest")["timestamp"]
+    start = now - now % 86_400
+    submission = ([(s, WAD) for s in strategies], token.address, raw, start, REWARDS_DURATION)
+    _send(w3, core.rewards_coordinator.functions.createAVSRewardsSubmission([submission]), avs)
+
+
+# ----- public entry points -----
+
+
+def deploy_devnet(rpc_url: str) -> list[dict[str, Any]]:
+    """Deploy the shared EigenLayer, tokens and the DEMO_LATS; return their manifests."""
+    w3 = connect(rpc_url)
+    core = deploy_core(w3)
+    return [deploy_lat(w3, core, spec) for spec in DEMO_LATS]
+
+
+def write_manifests(manifests: Sequence[dict[str, Any]], directory: str | Path) -> list[Path]:
+    """Write each manifest to ``<directory>/<symbol>.json``; return the paths."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for manifest in manifests:
+        path = out / f"{manifest['symbol']}.json"
+        path.write_text(json.dumps(manifest, indent=2) + "\n")
+        paths.append(path)
+    return paths
+
+
+def _liquid_token(w3: Web3, manifest: dict[str, Any]) -> Contract:
+    return contract(w3, "LiquidToken", manifest["proxyAddress"])
+
+
+def _deposit_event(lt: Contract) -> Any:
+    return lt.events.Deposit() if lt.functions.legacyEvents().call() else lt.events.AssetDeposited()
+
+
+def make_deposits(
+    rpc_url: str,
+    manifest: dict[str, Any],
+    sender_index: int,
+    assets: Sequence[str],
+    amounts: Sequence[int],
+    *,
+    receiver: str | None = None,
+) -> dict[str, Any]:
+    """Mint, approve and deposit ``amounts`` (raw units) of ``assets`` from anvil account
+    ``sender_index`` into the LAT. Returns ``{"txHash", "blockNumber", "shares"}``.
+
+    Assets must be TestERC20 tokens (their ``mint`` is an open faucet). A revert raises web3's
+    ContractCustomError (decode it with ``decode_error``).
+    """
+    w3 = connect(rpc_url)
+    sender = Web3.to_checksum_address(w3.eth.accounts[sender_index])
+    lt = _liquid_token(w3, manifest)
+    checksummed = [Web3.to_checksum_address(a) for a in assets]
+    for asset, amount in zip(checksummed, amounts, strict=True):
+        token = contract(w3, "TestERC20", asset)
+        _send(w3, token.functions.mint(sender, amount), sender)
+        _send(w3, token.functions.approve(lt.address, amount), sender)
+    receipt = _send(
+        w3, lt.functions.deposit(checksummed, list(amounts), receiver or sender), sender
+    )
+    events = _deposit_event(lt).process_receipt(receipt, errors=DISCARD)
+    return {
+        "txHash": "0x" + receipt["transactionHash"].hex().removeprefix("0x"),
+        "blockNumber": receipt["blockNumber"],
+        "shares": [event["args"]["shares"] for event in events],
+    }
+
+
+def deposit_many(
+    rpc_url: str,
+    manifest: dict[str, Any],
+    n_events: int,
+    *,
+    sender_index: int = BENCH_SENDER,
+    asset: str | None = None,
+    amount: int | None = None,
+    per_tx: int = 100,
+) -> list[str]:
+    """Emit ``n_events`` deposit events (AssetDeposited, or Deposit for a legacy LAT) quickly:
+    each transaction deposits the same asset ``per_tx`` times, one event per entry.
+
+    ``asset`` defaults to the manifest's first token, ``amount`` (raw units per event) to one
+    whole token. Returns the transaction hashes, in order.
+    """
+    w3 = connect(rpc_url)
+    sender = Web3.to_checksum_address(w3.eth.accounts[sender_index])
+    lt = _liquid_token(w3, manifest)
+    token = contract(w3, "TestERC20", asset or manifest["tokens"][0]["address"])
+    if amount is None:
+        amount = 10 ** token.functions.decimals().call()
+    _send(w3, token.functions.mint(sender, amount * n_events), sender)
+    _send(w3, token.functions.approve(lt.address, 2**256 - 1), sender)
+
+    hashes: list[str] = []
+    gas: int | None = None
+    remaining = n_events
+    while remaining > 0:
+        batch = min(per_tx, remaining)
+        call = lt.functions.deposit([token.address] * batch, [amount] * batch, sender)
+        if gas is None or batch != per_tx:
+            # Later batches of the same shape write warm storage only: never cost more.
+            estimate = call.estimate_gas({"from": sender})
+            if batch == per_tx:
+                gas = estimate * 6 // 5
+            tx_hash = call.transact({"from": sender, "gas": estimate * 6 // 5})
+        else:
+            tx_hash = call.transact({"from": sender, "gas": gas})
+        hashes.append("0x" + tx_hash.hex().removeprefix("0x"))
+        remaining -= batch
+    _receipt(w3, hashes[-1])
+    # Auto-mining mines each transaction as it arrives; check that every one succeeded.
+    with w3.batch_requests() as batch_requests:
+        for tx_hash in hashes:
+            batch_requests.add(w3.eth.get_transaction_receipt(tx_hash))
+        receipts = batch_requests.execute()
+    failed = [h for h, r in zip(hashes, receipts, strict=True) if r["status"] != 1]
+    if failed:
+        raise DevnetError(f"{len(failed)} deposit transactions reverted, first {failed[0]}")
+    return hashes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lats.chain.devnet", description=__doc__)
+    parser.add_argument("--rpc-url", default="http://127.0.0.1:8545")
+    parser.add_argument("--out", help="directory to write <symbol>.json manifests into")
+    args = parser.parse_args(argv)
+    manifests = deploy_devnet(args.rpc_url)
+    if args.out:
+        for path in write_manifests(manifests, args.out):
+            print(path)
+    else:
+        print(json.dumps(manifests, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

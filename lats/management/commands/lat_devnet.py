@@ -1,0 +1,75 @@
+"""python manage.py lat_devnet : a local anvil chain with the demo LATs, for demos and hacking."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from lats.chain.anvil import AnvilError, start_anvil
+from lats.chain.devnet import deploy_devnet, write_manifests
+from lats.chain.gateway import ChainError, gateway_for_url
+
+
+class Command(BaseCommand):
+    help = (
+        "Start (or reuse) an anvil node on 127.0.0.1, deploy the demo LATs once, write their "
+        "manifests, and optionally import and sync them and serve the API while the node runs."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--port", type=int, default=8545, help="anvil port (default 8545)")
+        parser.add_argument(
+            "--dir", default=str(Path(settings.BASE_DIR) / "var" / "devnet"),
+            help="where the chain state and the manifests live (default var/devnet)",
+        )
+        parser.add_argument("--import", dest="do_import", action="store_true",
+                            help="register the demo LATs (lat_import)")
+        parser.add_argument("--sync", action="store_true", help="run lat_sync once")
+        parser.add_argument("--serve", metavar="ADDR:PORT",
+                            help="then serve the API (runserver) until interrupted")
+
+    def handle(self, *args, **options):
+        directory = Path(options["dir"])
+        directory.mkdir(parents=True, exist_ok=True)
+        state_file = directory / "anvil-state.json"
+        manifest_dir = directory / "manifests"
+        try:
+            node = start_anvil(port=options["port"], state_file=state_file)
+        except AnvilError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(f"anvil at {node.url} (chain {node.chain_id})")
+        try:
+            manifests = self._manifests(node.url, manifest_dir)
+            os.environ["RPC_URL"] = node.url
+            settings.RPC_URL = node.url
+            paths = sorted(manifest_dir.glob("*.json"))
+            if options["do_import"]:
+                call_command("lat_import", *map(str, paths), stdout=self.stdout)
+            if options["sync"]:
+                call_command("lat_sync", stdout=self.stdout, stderr=self.stderr)
+            self.stdout.write(f"{len(manifests)} demo LATs; manifests in {manifest_dir}")
+            if options["serve"]:
+                call_command("runserver", options["serve"], use_reloader=False)
+        finally:
+            node.stop()  # a node this command started; its state is saved to the state file
+
+    def _manifests(self, url: str, manifest_dir: Path) -> list[dict]:
+        """The deployed set's manifests; deploys first when the chain does not have it."""
+        existing = [json.loads(p.read_text()) for p in sorted(manifest_dir.glob("*.json"))]
+        gateway = gateway_for_url(url, timeout=settings.RPC_TIMEOUT)
+        try:
+            if existing and all(gateway.code_at(m["proxyAddress"]) for m in existing):
+                return existing
+        except ChainError as exc:
+            raise CommandError(f"the node at {url} does not answer: {exc}") from exc
+        self.stdout.write("deploying the demo LATs…")
+        manifests = deploy_devnet(url)
+        for stale in manifest_dir.glob("*.json"):
+            stale.unlink()
+        write_manifests(manifests, manifest_dir)
+        return manifests

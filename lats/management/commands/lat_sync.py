@@ -1,0 +1,70 @@
+"""python manage.py lat_sync [--lat ADDRESS] : every refresh once, in-process."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from deposits.services import deposit_index
+from lats.chain.gateway import ChainError
+from lats.models import Lat
+from lats.services import MetadataUnavailable, avs_refresh_metadata, lat_refresh_state
+from latsite.api.params import ADDRESS_PATTERN, checksum
+from metrics.services import snapshot_record
+
+
+class Command(BaseCommand):
+    help = "Run every refresh (state, AVS metadata, deposits, metrics) once for each LAT."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--lat", help="proxy address of one LAT (default: every LAT)")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def handle(self, *args, **options):
+        import re
+
+        lats = Lat.objects.select_related("avs").order_by("chain_id", "proxy_address")
+        if options["lat"]:
+            if not re.match(ADDRESS_PATTERN, options["lat"]):
+                raise CommandError("--lat must be an address (0x + 40 hex digits)")
+            lats = lats.filter(proxy_address=checksum(options["lat"]))
+            if not lats:
+                raise CommandError(f"no LAT at {options['lat']}")
+        failures = 0
+        for lat in lats:
+            try:
+                state = lat_refresh_state(lat=lat)
+                try:
+                    avs_refresh_metadata(lat=lat)
+                except MetadataUnavailable as exc:
+                    self.stderr.write(f"{lat.symbol}: AVS metadata not refreshed: {exc}")
+                deposits = self._index(lat, quiet=options["no_progress"])
+                snapshot_record(lat=lat)
+            except ChainError as exc:
+                failures += 1
+                self.stderr.write(f"{lat.symbol} {lat.proxy_address}: sync failed: {exc}")
+                continue
+            self.stdout.write(
+                f"{lat.symbol} {lat.proxy_address}: state at block {state.block} "
+                f"({state.changed} rows changed), deposits to block {deposits.to_block} "
+                f"({deposits.new} new, {deposits.removed} removed by reorg)"
+            )
+        if failures:
+            raise CommandError(f"{failures} LAT(s) failed to sync; see above")
+
+    def _index(self, lat, *, quiet: bool):
+        bar = None
+
+        def progress(done: int, total: int) -> None:
+            nonlocal bar
+            if quiet or total < 50_000:
+                return
+            if bar is None:
+                bar = tqdm(total=total, unit="block", desc=f"{lat.symbol} deposits")
+            bar.update(done - bar.n)
+
+        try:
+            return deposit_index(lat=lat, progress=progress)
+        finally:
+            if bar is not None:
+                bar.close()

@@ -1,0 +1,602 @@
+"""The project's Solidity test contracts and the demo devnet, against a real anvil node.
+
+Expected values are worked out by hand from the scripted history in ``lats.chain.devnet``
+(amounts, prices, strategy rates, slashing), not read back from the contracts.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from eth_abi import encode as abi_encode
+from web3 import Web3
+from web3.exceptions import ContractCustomError, ContractLogicError
+
+from lats.chain import compile as chain_compile
+from lats.chain.devnet import (
+    BEACON_CHAIN_ETH,
+    EIP1967_ADMIN_SLOT,
+    EIP1967_IMPLEMENTATION_SLOT,
+    MULTICALL3_ADDRESS,
+    decode_error,
+    deposit_many,
+    make_deposits,
+)
+
+if TYPE_CHECKING:
+    from tests.chain.conftest import Chain
+
+pytestmark = pytest.mark.chain
+
+WAD = 10**18
+ZERO = "0x0000000000000000000000000000000000000000"
+STETH_RATE = 105 * 10**16  # stETH strategy: 1 share = 1.05 stETH
+CBETH_RATE = 102 * 10**16  # cbETH strategy: 1 share = 1.02 cbETH
+ORB_RATE = 110 * 10**16
+# Anvil's default-mnemonic accounts used by the devnet.
+OPERATOR_4 = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65"
+OPERATOR_5 = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc"  # slashed by 10 %
+OPERATOR_6 = "0x976EA74026E726554dB657fA54763abd0C3a0aa9"
+AVS_ETH = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955"
+AVS_ORB = "0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f"
+AVS_BTC = "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"
+PROXY_ADMIN = "0x8626f6940E2eb28930eFb4CeF49B2d1F2C9C1199"
+FRESH = 11  # an anvil account the devnet never uses
+
+
+def revert_of(excinfo: pytest.ExceptionInfo[ContractCustomError]) -> tuple[str, tuple[Any, ...]]:
+    return decode_error(excinfo.value.data)
+
+
+def lat_contracts(chain: Chain, symbol: str) -> dict[str, Any]:
+    manifest = chain.lat(symbol)
+    proxies = manifest["contractDeployments"]["proxy"]
+    ltm = chain.contract("LiquidTokenManager", proxies["liquidTokenManager"]["address"])
+    tokens = {}
+    for entry in manifest["tokens"]:
+        token = chain.contract("TestERC20", entry["address"])
+        tokens[token.functions.symbol().call()] = token
+    return {
+        "manifest": manifest,
+        "lt": chain.contract("LiquidToken", manifest["proxyAddress"]),
+        "ltm": ltm,
+        "coordinator": chain.contract(
+            "StakerNodeCoordinator", proxies["stakerNodeCoordinator"]["address"]
+        ),
+        "oracle": chain.contract("TokenRegistryOracle", proxies["tokenRegistryOracle"]["address"]),
+        "dm": chain.contract("DelegationManager", manifest["eigenlayer"]["delegationManager"]),
+        "tokens": tokens,
+        "strategies": {
+            symbol: chain.contract("Strategy", ltm.functions.getTokenStrategy(t.address).call())
+            for symbol, t in tokens.items()
+        },
+    }
+
+
+def node(chain: Chain, lat: dict[str, Any], node_id: int) -> Any:
+    address = lat["coordinator"].functions.getNodeById(node_id).call()
+    return chain.contract("StakerNode", address)
+
+
+# ----- compile -----
+
+
+def test_committed_abis_match_a_fresh_compile() -> None:
+    assert chain_compile.main(["--check"]) == 0
+
+
+def test_compile_reports_errors_and_fails(tmp_path, monkeypatch, capsys) -> None:
+    (tmp_path / "Broken.sol").write_text("pragma solidity ^0.8.24; contract Broken { uint x = ; }")
+    monkeypatch.setattr(chain_compile, "CONTRACTS_DIR", tmp_path)
+    monkeypatch.setattr(chain_compile, "BUILD_FILE", tmp_path / "build" / "contracts.json")
+    monkeypatch.setattr(chain_compile, "ABI_DIR", tmp_path / "abi")
+
+    assert chain_compile.main([]) == 1
+    assert "ParserError" in capsys.readouterr().err
+    assert not (tmp_path / "build").exists()
+
+
+# ----- manifests -----
+
+
+def test_manifests_follow_the_chain_md_format(chain: Chain) -> None:
+    assert [m["symbol"] for m in chain.manifests] == ["latETH", "latORB", "latBTC"]
+    for manifest in chain.manifests:
+        assert set(manifest) == {
+            "proxyAddress", "implementationAddress", "name", "symbol", "avsAddress", "baseAsset",
+            "chainId", "maxNodes", "deploymentBlock", "contractDeployments", "tokens",
+            "eigenlayer", "priceFeeds",
+        }  # fmt: skip
+        deployments = manifest["contractDeployments"]
+        assert set(deployments["implementation"]) == {
+            "liquidTokenManager", "stakerNodeCoordinator", "stakerNode", "tokenRegistryOracle",
+        }  # fmt: skip
+        assert set(deployments["proxy"]) == {
+            "liquidTokenManager", "stakerNodeCoordinator", "tokenRegistryOracle",
+        }  # fmt: skip
+        assert manifest["chainId"] == 31337
+        addresses = [manifest["proxyAddress"], manifest["implementationAddress"],
+                     manifest["avsAddress"], manifest["baseAsset"],
+                     *manifest["eigenlayer"].values(), *manifest["priceFeeds"],
+                     *manifest["priceFeeds"].values()]  # fmt: skip
+        for part in deployments.values():
+            addresses += [ref["address"] for ref in part.values()]
+            assert all(ref["block"] <= chain.w3.eth.block_number for ref in part.values())
+        for token in manifest["tokens"]:
+            addresses += [token["address"], token["strategy"]]
+        assert all(a == Web3.to_checksum_address(a) for a in addresses)
+        # deploymentBlock is the block that created the LiquidToken proxy.
+        block = manifest["deploymentBlock"]
+        assert len(chain.w3.eth.get_code(manifest["proxyAddress"], block - 1)) == 0
+        assert len(chain.w3.eth.get_code(manifest["proxyAddress"], block)) > 0
+
+    eth, orb, btc = chain.manifests
+    assert (eth["name"], eth["baseAsset"], eth["maxNodes"]) == (
+        "Liquid AVS Token ETH", BEACON_CHAIN_ETH, 10,
+    )  # fmt: skip
+    assert [m["avsAddress"] for m in chain.manifests] == [AVS_ETH, AVS_ORB, AVS_BTC]
+    assert orb["baseAsset"] == orb["tokens"][0]["address"]  # the AVS's own token
+    assert btc["baseAsset"] == btc["tokens"][0]["address"]  # WBTC
+    assert eth["priceFeeds"] == {}
+    assert set(orb["priceFeeds"]) == {orb["baseAsset"]}
+    assert set(btc["priceFeeds"]) == {t["address"] for t in btc["tokens"]}
+
+
+def test_tokens_have_the_demo_decimals(chain: Chain) -> None:
+    found = {
+        symbol: token.functions.decimals().call()
+        for lat in ("latETH", "latORB", "latBTC")
+        for symbol, token in lat_contracts(chain, lat)["tokens"].items()
+    }
+    assert found == {"stETH": 18, "cbETH": 6, "ORB": 18, "WBTC": 8, "tBTC": 18}
+
+
+# ----- proxy -----
+
+
+def test_liquid_token_proxy_delegates_through_the_eip1967_slot(chain: Chain) -> None:
+    lat = lat_contracts(chain, "latETH")
+    manifest = lat["manifest"]
+    slot = chain.w3.eth.get_storage_at(manifest["proxyAddress"], EIP1967_IMPLEMENTATION_SLOT)
+    assert Web3.to_checksum_address(slot[-20:]) == manifest["implementationAddress"]
+    admin = chain.w3.eth.get_storage_at(manifest["proxyAddress"], EIP1967_ADMIN_SLOT)
+    assert Web3.to_checksum_address(admin[-20:]) == PROXY_ADMIN
+
+    # State lives in the proxy, code in the implementation.
+    assert lat["lt"].functions.name().call() == "Liquid AVS Token ETH"
+    implementation = chain.contract("LiquidToken", manifest["implementationAddress"])
+    assert implementation.functions.name().call() == ""
+    with pytest.raises(ContractCustomError) as excinfo:
+        implementation.functions.initialize("X", "X", ZERO, ZERO, ZERO, False).call()
+    assert revert_of(excinfo) == ("InvalidInitialization", ())
+
+    # The other proxies and each staker node point at their implementations too.
+    deployments = manifest["contractDeployments"]
+    for name, ref in deployments["proxy"].items():
+        slot = chain.w3.eth.get_storage_at(ref["address"], EIP1967_IMPLEMENTATION_SLOT)
+        assert (
+            Web3.to_checksum_address(slot[-20:]) == deployments["implementation"][name]["address"]
+        )
+    for node_address in lat["coordinator"].functions.getAllNodes().call():
+        slot = chain.w3.eth.get_storage_at(node_address, EIP1967_IMPLEMENTATION_SLOT)
+        assert (
+            Web3.to_checksum_address(slot[-20:])
+            == deployments["implementation"]["stakerNode"]["address"]
+        )
+
+
+def test_proxy_admin_can_only_upgrade(chain: Chain) -> None:
+    lat = lat_contracts(chain, "latETH")
+    proxy = lat["manifest"]["proxyAddress"]
+    with pytest.raises(ContractCustomError) as excinfo:
+        lat["lt"].functions.name().call({"from": PROXY_ADMIN})
+    assert revert_of(excinfo) == ("ProxyDeniedAdminAccess", ())
+
+    # Upgrade to a new LiquidToken implementation: state is kept, the slot changes.
+    artifact = chain_compile.load_build()["contracts"]["LiquidToken"]
+    factory = chain.w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
+    receipt = chain.w3.eth.wait_for_transaction_receipt(
+        factory.constructor().transact({"from": chain.account(0)})
+    )
+    new_impl = receipt["contractAddress"]
+    calldata = Web3.keccak(text="upgradeToAndCall(address,bytes)")[:4] + abi_encode(
+        ["address", "bytes"], [new_impl, b""]
+    )
+    tx = chain.w3.eth.send_transaction({"from": PROXY_ADMIN, "to": proxy, "data": calldata})
+    assert chain.w3.eth.wait_for_transaction_receipt(tx)["status"] == 1
+    slot = chain.w3.eth.get_storage_at(proxy, EIP1967_IMPLEMENTATION_SLOT)
+    assert Web3.to_checksum_address(slot[-20:]) == new_impl
+    assert lat["lt"].functions.symbol().call() == "latETH"
+
+
+# ----- EigenLayer stand-ins -----
+
+
+def test_strategy_shares_are_not_one_to_one(chain: Chain) -> None:
+    lat = lat_contracts(chain, "latETH")
+    steth, cbeth = lat["strategies"]["stETH"], lat["strategies"]["cbETH"]
+    assert steth.functions.sharesToUnderlyingView(10**18).call() == 1_050_000_000_000_000_000
+    assert steth.functions.sharesToUnderlyingView(3).call() == 3  # 3.15 rounds down
+    assert cbeth.functions.sharesToUnderlyingView(1_000_000).call() == 1_020_000
+    assert steth.functions.underlyingToken().call() == lat["tokens"]["stETH"].address
+    # Only the ETH LAT stakes stETH: 8 stETH to node 0 and 4 stETH to node 1.
+    assert (
+        steth.functions.totalShares().call()
+        == 8 * WAD * WAD // STETH_RATE + 4 * WAD * WAD // STETH_RATE
+    )
+
+
+def test_withdrawable_shares_net_out_the_operator_slashing(chain: Chain) -> None:
+    lat = lat_contracts(chain, "latETH")
+    steth, cbeth = lat["strategies"]["stETH"].address, lat["strategies"]["cbETH"].address
+    node0 = lat["coordinator"].functions.getNodeById(0).call()  # delegated to operator 4
+    node1 = lat["coordinator"].functions.getNodeById(1).call()  # delegated to operator 5 (-10 %)
+    node2 = lat["coordinator"].functions.getNodeById(2).call()  # undelegated, nothing staked
+    dm = lat["dm"].functions
+
+    withdrawable, deposited = dm.getWithdrawableShares(node0, [steth, cbeth]).call()
+    assert deposited == [7_619_047_619_047_619_047, 9_803_921]  # 8e18 / 1.05, 10e6 / 1.02
+    assert withdrawable == deposited
+
+    withdrawable, deposited = dm.getWithdrawableShares(node1, [steth]).call()
+    assert deposited == [3_809_523_809_523_809_523]  # 4e18 / 1.05
+    assert withdrawable == [3_428_571_428_571_428_570]  # 90 % of it, rounded down
+
+    assert dm.getWithdrawableShares(node2, [steth]).call() == [[0], [0]]
+    assert dm.operatorShares(OPERATOR_5, steth).call() == 3_428_571_428_571_428_570
+    assert dm.operatorShares(OPERATOR_4, cbeth).call() == 9_803_921
+    assert dm.delegatedTo(node0).call() == OPERATOR_4
+    assert dm.delegatedTo(node2).call() == ZERO
+
+
+def test_staker_nodes_and_their_delegations(chain: Chain) -> None:
+    expected = {
+        "latETH": [OPERATOR_4, OPERATOR_5, ZERO],
+        "latORB": [OPERATOR_6, OPERATOR_5, ZERO],  # node 2 was delegated, then undelegated
+        "latBTC": [OPERATOR_4, ZERO],
+    }
+    for symbol, operators in expected.items():
+        lat = lat_contracts(chain, symbol)
+        coordinator = lat["coordinator"].functions
+        assert coordinator.getStakerNodesCount().call() == len(operators)
+        assert coordinator.maxNodes().call() == lat["manifest"]["maxNodes"]
+        nodes = coordinator.getAllNodes().call()
+        for node_id, operator in enumerate(operators):
+            staker_node = node(chain, lat, node_id)
+            assert staker_node.address == nodes[node_id]
+            assert staker_node.functions.getId().call() == node_id
+            assert staker_node.functions.getOperatorDelegation().call() == operator
+            assert lat["dm"].functions.delegatedTo(staker_node.address).call() == operator
+
+    orb_node2 = node(chain, lat_contracts(chain, "latORB"), 2)
+    events = orb_node2.events.UndelegatedFromOperator().get_logs(from_block=0)
+    assert [e["args"]["operator"] for e in events] == [OPERATOR_4]
+
+
+def test_rewards_submission_and_operator_splits(chain: Chain) -> None:
+    eth = lat_contracts(chain, "latETH")
+    rc = chain.contract("RewardsCoordinator", eth["manifest"]["eigenlayer"]["rewardsCoordinator"])
+    split = rc.functions.getOperatorAVSSplit
+    assert split(OPERATOR_4, AVS_ETH).call() == 500
+    assert split(OPERATOR_5, AVS_ETH).call() == 1000  # none set: EigenLayer's 10 % default
+    assert split(OPERATOR_6, AVS_ORB).call() == 2500
+    assert split(OPERATOR_4, AVS_BTC).call() == 0
+
+    events = rc.events.AVSRewardsSubmissionCreated().get_logs(from_block=0)
+    assert [e["args"]["avs"] for e in events] == [AVS_ETH, AVS_ORB, AVS_BTC]
+    event = events[0]["args"]
+    submission = event["rewardsSubmission"]
+    strategies = sorted((s.address for s in eth["strategies"].values()), key=lambda a: int(a, 16))
+    assert [(x["strategy"], x["multiplier"]) for x in submission["strategiesAndMultipliers"]] == [
+        (s, WAD) for s in strategies
+    ]
+    assert submission["token"] == eth["tokens"]["stETH"].address
+    assert submission["amount"] == 100 * WAD
+    assert submission["duration"] == 7 * 86_400
+    assert submission["startTimestamp"] % 86_400 == 0
+    assert event["submissionNonce"] == 0
+    encoded = abi_encode(
+        ["address", "uint256", "((address,uint96)[],address,uint256,uint32,uint32)"],
+        [AVS_ETH, 0, ([(s, WAD) for s in strategies], submission["token"], 100 * WAD,
+                      submission["startTimestamp"], 7 * 86_400)],
+    )  # fmt: skip
+    assert event["rewardsSubmissionHash"] == Web3.keccak(encoded)
+
+
+def test_avs_metadata_is_a_json_data_uri(chain: Chain) -> None:
+    directory = chain.contract("AVSDirectory", chain.manifests[0]["eigenlayer"]["avsDirectory"])
+    events = directory.events.AVSMetadataURIUpdated().get_logs(from_block=0)
+    assert [e["args"]["avs"] for e in events] == [AVS_ETH, AVS_ORB, AVS_BTC]
+    uri = events[1]["args"]["metadataURI"]
+    prefix = "data:application/json;base64,"
+    assert uri.startswith(prefix)
+    document = json.loads(base64.b64decode(uri[len(prefix) :]))
+    assert document["name"] == "Orbit Network"
+    assert {"name", "website", "description", "logo", "twitter"} <= set(document)
+
+
+def test_price_feeds(chain: Chain) -> None:
+    orb = chain.lat("latORB")
+    feed = chain.contract("PriceFeed", orb["priceFeeds"][orb["baseAsset"]])
+    round_id, answer, _, updated_at, answered_in = feed.functions.latestRoundData().call()
+    assert feed.functions.decimals().call() == 18
+    assert (round_id, answer, answered_in) == (2, 420_000_000_000_000, 2)  # 0.0004 then 0.00042
+    assert updated_at > 0
+    btc = chain.lat("latBTC")
+    wbtc_feed = chain.contract("PriceFeed", btc["priceFeeds"][btc["baseAsset"]])
+    assert wbtc_feed.functions.latestRoundData().call()[1] == 30 * WAD
+
+
+# ----- LiquidTokenManager and oracle -----
+
+
+def test_token_registry(chain: Chain) -> None:
+    lat = lat_contracts(chain, "latETH")
+    ltm = lat["ltm"].functions
+    steth, cbeth = lat["tokens"]["stETH"].address, lat["tokens"]["cbETH"].address
+    assert ltm.getSupportedTokens().call() == [t["address"] for t in lat["manifest"]["tokens"]]
+    assert ltm.getTokenInfo(steth).call() == [18, 999 * 10**15, 5 * 10**16]
+    assert ltm.getTokenInfo(cbeth).call() == [6, 109 * 10**16, 0]
+    assert ltm.getTokenStrategy(cbeth).call() == lat["manifest"]["tokens"][1]["strategy"]
+    assert ltm.convertToUnitOfAccount(cbeth, 2_000_000).call() == 2_180_000_000_000_000_000
+    assert ltm.stakerNodeCoordinator().call() == lat["coordinator"].address
+    assert ltm.delegationManager().call() == lat["manifest"]["eigenlayer"]["delegationManager"]
+    assert ltm.strategyManager().call() == lat["manifest"]["eigenlayer"]["strategyManager"]
+    assert lat["oracle"].functions.getRate(steth).call() == 999 * 10**15
+    assert lat["oracle"].functions.arePricesStale().call() is False
+
+    # rETH was added, then removed again.
+    added = lat["ltm"].events.TokenAdded().get_logs(from_block=0)
+    removed = lat["ltm"].events.TokenRemoved().get_logs(from_block=0)
+    assert len(added) == 3
+    assert [e["args"]["token"] for e in removed] == [added[2]["args"]["token"]]
+    assert ltm.tokenIsSupported(added[2]["args"]["token"]).call() is False
+    with pytest.raises(ContractCustomError) as excinfo:
+        ltm.getTokenInfo(added[2]["args"]["token"]).call()
+    assert revert_of(excinfo) == ("TokenNotSupported", (added[2]["args"]["token"],))
+
+    updates = lat["ltm"].events.TokenPriceUpdated().get_logs(from_block=0)
+    assert [
+        (e["args"]["oldPrice"], e["args"]["newPrice"], e["args"]["updater"]) for e in updates
+    ] == [
+        (108 * 10**16, 109 * 10**16, chain.account(0)),  # LTM.setPrice by the owner
+        (WAD, 999 * 10**15, lat["oracle"].address),  # TokenRegistryOracle.updateRate
+    ]
+
+
+def test_eth_lat_balances_and_total_assets_by_hand(chain: Chain) -> None:
+    lat = lat_contracts(chain, "latETH")
+    steth, cbeth = lat["tokens"]["stETH"].address, lat["tokens"]["cbETH"].address
+    lt, ltm = lat["lt"].functions, lat["ltm"].functions
+
+    # stETH: 15 deposited, 8 + 4 staked, 1 queued. cbETH: 23 + 2 deposited, 10 staked.
+    assert lt.balanceAssets([steth, cbeth]).call() == [2 * WAD, 15 * 10**6]
+    assert lt.balanceQueuedAssets([steth, cbeth]).call() == [WAD, 0]
+
+    node0_steth = 7_619_047_619_047_619_047 * STETH_RATE // WAD  # 7999999999999999999
+    node1_steth = 3_809_523_809_523_809_523 * STETH_RATE // WAD  # 3999999999999999999
+    node1_steth_net = 3_428_571_428_571_428_570 * STETH_RATE // WAD  # 3599999999999999998
+    node0_cbeth = 9_803_921 * CBETH_RATE // WAD  # 9999999
+    assert ltm.getDepositAssetBalance(steth).call() == 3 * WAD + node0_steth + node1_steth
+    steth_total = 3 * WAD + node0_steth + node1_steth_net
+    assert (
+        ltm.getWithdrawableAssetBalance(steth).call() == steth_total == 14_599_999_999_999_999_997
+    )
+    cbeth_total = 15 * 10**6 + node0_cbeth
+    assert ltm.getWithdrawableAssetBalance(cbeth).call() == cbeth_total == 24_999_999
+
+    total_assets = steth_total * 999 * 10**15 // WAD + cbeth_total * 109 * 10**16 // 10**6
+    assert lt.totalAssets().call() == total_assets == 41_835_398_909_999_999_997
+
+    # Shares: 1:1 until staking (10 + 21.6 + 5 + 3.24), then 2 cbETH at the diluted rate.
+    supply_before = 39_840_000_000_000_000_000
+    assets_before = total_assets - 2 * 109 * 10**16
+    late_shares = 218 * 10**16 * supply_before // assets_before
+    assert lt.totalSupply().call() == supply_before + late_shares
+    deposits = lat["lt"].events.AssetDeposited().get_logs(from_block=0)
+    assert [e["args"]["shares"] for e in deposits] == [
+        10 * WAD, 21_600_000_000_000_000_000, 5 * WAD, 3_240_000_000_000_000_000, late_shares,
+    ]  # fmt: skip
+    assert lt.balanceOf(chain.account(1)).call() == 10 * WAD + late_shares
+
+
+def test_staked_assets_moved_to_nodes(chain: Chain) -> None:
+    lat = lat_contracts(chain, "latBTC")
+    events = lat["ltm"].events.AssetsStakedToNode().get_logs(from_block=0)
+    wbtc, tbtc = lat["tokens"]["WBTC"].address, lat["tokens"]["tBTC"].address
+    assert [(e["args"]["nodeId"], e["args"]["assets"], e["args"]["amounts"]) for e in events] == [
+        (0, [wbtc, tbtc], [150_000_000, WAD]),
+        (1, [wbtc], [50_000_000]),
+    ]
+    # The tokens sit in the strategies; the LAT keeps the rest (2.5 + 0.1 WBTC, 1.75 tBTC).
+    assert (
+        lat["tokens"]["WBTC"].functions.balanceOf(lat["strategies"]["WBTC"].address).call()
+        == 200_000_000
+    )
+    assert lat["lt"].functions.balanceAssets([wbtc, tbtc]).call() == [60_000_000, 65 * 10**16]
+    assert lat["lt"].functions.balanceQueuedAssets([tbtc]).call() == [10**17]
+    node1 = node(chain, lat, 1).address  # undelegated, yet holding shares
+    _, deposited = (
+        lat["dm"].functions.getWithdrawableShares(node1, [lat["strategies"]["WBTC"].address]).call()
+    )
+    assert deposited == [50_000_000 * WAD // (101 * 10**16)]
+
+
+# ----- deposits -----
+
+
+def test_deposit_mints_hand_computed_shares(chain: Chain) -> None:
+    lat = lat_contracts(chain, "latETH")
+    steth = lat["tokens"]["stETH"].address
+    supply, assets = (
+        lat["lt"].functions.totalSupply().call(),
+        lat["lt"].functions.totalAssets().call(),
+    )
+    amount = 3 * WAD
+    expected = amount * 999 * 10**15 // WAD * supply // assets  # value in ETH * supply / assets
+    assert lat["lt"].functions.calculateShares(steth, amount).call() == expected
+
+    result = make_deposits(chain.url, lat["manifest"], FRESH, [steth], [amount])
+
+    assert result["shares"] == [expected]
+    assert lat["lt"].functions.balanceOf(chain.account(FRESH)).call() == expected
+    (event,) = lat["lt"].events.AssetDeposited().get_logs(from_block=result["blockNumber"])
+    assert dict(event["args"]) == {
+        "sender": chain.account(FRESH), "receiver": chain.account(FRESH), "asset": steth,
+        "amount": amount, "shares": expected,
+    }  # fmt: skip
+
+
+def test_calculate_amount_inverts_calculate_shares(chain: Chain) -> None:
+    lat = lat_contracts(chain, "latBTC")
+    wbtc = lat["tokens"]["WBTC"].address
+    lt = lat["lt"].functions
+    shares = lt.calculateShares(wbtc, 100_000_000).call()
+    assert 99_999_998 <= lt.calculateAmount(wbtc, shares).call() <= 100_000_000
+    # One LAT share is worth totalAssets / totalSupply units of account, here in WBTC.
+    one = lt.calculateAmount(wbtc, WAD).call()
+    assert one == WAD * lt.totalAssets().call() // lt.totalSupply().call() * 10**8 // WAD
+
+
+def test_legacy_lat_emits_deposit_instead_of_asset_deposited(chain: Chain) -> None:
+    orb = lat_contracts(chain, "latORB")
+    legacy = orb["lt"].events.Deposit().get_logs(from_block=0)
+    assert [e["args"]["amount"] for e in legacy] == [1000 * WAD, 2500 * WAD, 500 * WAD, 10 * WAD]
+    assert orb["lt"].events.AssetDeposited().get_logs(from_block=0) == []
+    eth = lat_contracts(chain, "latETH")
+    assert len(eth["lt"].events.AssetDeposited().get_logs(from_block=0)) == 5
+    assert eth["lt"].events.Deposit().get_logs(from_block=0) == []
+
+
+@pytest.mark.parametrize(
+    ("case", "expected_name"),
+    [
+        ("length", "ArrayLengthMismatch"),
+        ("zero", "ZeroAmount"),
+        ("unsupported", "UnsupportedAsset"),
+        ("dust", "ZeroShares"),
+        ("allowance", "ERC20InsufficientAllowance"),
+        ("balance", "ERC20InsufficientBalance"),
+    ],
+)
+def test_deposit_reverts_with_named_errors(chain: Chain, case: str, expected_name: str) -> None:
+    eth = lat_contracts(chain, "latETH")
+    steth = eth["tokens"]["stETH"]
+    orb_token = lat_contracts(chain, "latORB")["tokens"]["ORB"].address
+    sender = chain.account(FRESH)
+    send = {"from": sender}
+    steth.functions.mint(sender, 5 * WAD).transact(send)
+    if case != "allowance":
+        steth.functions.approve(eth["lt"].address, 10 * WAD).transact(send)
+    calls = {
+        "length": ([steth.address], [WAD, WAD]),
+        "zero": ([steth.address], [0]),
+        "unsupported": ([orb_token], [WAD]),
+        "dust": ([steth.address], [1]),  # 1 wei is worth 0.999 wei of ETH: zero shares
+        "allowance": ([steth.address], [WAD]),
+        "balance": ([steth.address], [6 * WAD]),
+    }
+    assets, amounts = calls[case]
+    with pytest.raises(ContractCustomError) as excinfo:
+        eth["lt"].functions.deposit(assets, amounts, sender).call(send)
+    name, args = revert_of(excinfo)
+    assert name == expected_name
+    if case == "unsupported":
+        assert args == (orb_token,)
+    if case == "allowance":
+        assert args == (eth["lt"].address, 0, WAD)
+    if case == "balance":
+        assert args == (sender, 5 * WAD, 6 * WAD)
+
+
+def test_fee_on_transfer_deposit_is_out_of_sync(chain: Chain) -> None:
+    eth = lat_contracts(chain, "latETH")
+    cbeth = eth["tokens"]["cbETH"]
+    cbeth.functions.setTransferFee(100).transact({"from": chain.account(0)})  # 1 %
+    sender = chain.account(FRESH)
+    cbeth.functions.mint(sender, 10**6).transact({"from": sender})
+    cbeth.functions.approve(eth["lt"].address, 10**6).transact({"from": sender})
+    with pytest.raises(ContractCustomError) as excinfo:
+        eth["lt"].functions.deposit([cbeth.address], [10**6], sender).call({"from": sender})
+    assert revert_of(excinfo) == ("AssetBalanceOutOfSync", (cbeth.address, 1_000_000, 990_000))
+
+
+def test_paused_deposit_reverts_with_enforced_pause(chain: Chain) -> None:
+    eth = lat_contracts(chain, "latETH")
+    steth = eth["tokens"]["stETH"].address
+    lt = eth["lt"]
+    with pytest.raises(ContractCustomError) as excinfo:
+        lt.functions.pause().call({"from": chain.account(FRESH)})
+    assert revert_of(excinfo) == ("OwnableUnauthorizedAccount", (chain.account(FRESH),))
+
+    chain.w3.eth.wait_for_transaction_receipt(
+        lt.functions.pause().transact({"from": chain.account(0)})
+    )
+    assert lt.functions.paused().call() is True
+    with pytest.raises(ContractCustomError) as excinfo:
+        make_deposits(chain.url, eth["manifest"], FRESH, [steth], [WAD])
+    assert revert_of(excinfo) == ("EnforcedPause", ())
+
+    chain.w3.eth.wait_for_transaction_receipt(
+        lt.functions.unpause().transact({"from": chain.account(0)})
+    )
+    assert make_deposits(chain.url, eth["manifest"], FRESH, [steth], [WAD])["shares"][0] > 0
+
+
+def test_price_change_beyond_the_volatility_threshold_reverts(chain: Chain) -> None:
+    eth = lat_contracts(chain, "latETH")
+    steth = eth["tokens"]["stETH"].address
+    with pytest.raises(ContractCustomError) as excinfo:
+        eth["ltm"].functions.setPrice(steth, 1_100 * 10**15).call({"from": chain.account(0)})
+    # |1.1 - 0.999| / 0.999 = 10.11 % > the 5 % threshold
+    assert revert_of(excinfo) == ("VolatilityThresholdHit", (steth, 101 * 10**18 // 999))
+
+
+def test_prices_go_stale_after_a_day(chain: Chain) -> None:
+    oracle = lat_contracts(chain, "latETH")["oracle"].functions
+    assert oracle.arePricesStale().call() is False
+    chain.rpc("evm_increaseTime", 86_401)
+    chain.rpc("evm_mine")
+    assert oracle.arePricesStale().call() is True
+
+
+def test_staker_node_limit(chain: Chain) -> None:
+    coordinator = lat_contracts(chain, "latBTC")["coordinator"]
+    owner = {"from": chain.account(0)}
+    coordinator.functions.createStakerNode().transact(owner)
+    coordinator.functions.createStakerNode().transact(owner)  # 4 = maxNodes
+    with pytest.raises(ContractCustomError) as excinfo:
+        coordinator.functions.createStakerNode().call(owner)
+    assert revert_of(excinfo) == ("TooManyStakerNodes", (4,))
+
+
+# ----- helpers for later tests and benchmarks -----
+
+
+def test_deposit_many_emits_the_requested_number_of_events(chain: Chain) -> None:
+    for symbol, event_name in (("latETH", "AssetDeposited"), ("latORB", "Deposit")):
+        lat = lat_contracts(chain, symbol)
+        start = chain.w3.eth.block_number + 1
+        hashes = deposit_many(chain.url, lat["manifest"], 250, per_tx=100)
+        assert len(hashes) == 3
+        logs = getattr(lat["lt"].events, event_name)().get_logs(from_block=start)
+        assert len(logs) == 250
+        assert {e["args"]["receiver"] for e in logs} == {chain.account(10)}
+
+
+def test_multicall3_at_the_canonical_address(chain: Chain) -> None:
+    multicall = chain.contract("Multicall3", MULTICALL3_ADDRESS)
+    lt = lat_contracts(chain, "latETH")["lt"]
+    calls = [
+        (lt.address, False, lt.encode_abi("totalSupply", [])),
+        (lt.address, True, b"\x00\x00\x00\x00"),  # no such function: reverts
+    ]
+    (ok1, data1), (ok2, _) = multicall.functions.aggregate3(calls).call()
+    assert (ok1, ok2) == (True, False)
+    assert int.from_bytes(data1, "big") == lt.functions.totalSupply().call()
+    assert multicall.functions.getBlockNumber().call() == chain.w3.eth.block_number
+    with pytest.raises(ContractLogicError, match="Multicall3: call failed"):
+        multicall.functions.aggregate3([(lt.address, False, b"\x00\x00\x00\x00")]).call()

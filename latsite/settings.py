@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "rest_framework_api_key",
     "lats",
     "operators",
     "metrics",
@@ -147,13 +148,20 @@ CORS_URLS_REGEX = r"^/(lat|metrics)(/.*)?$"
 CORS_ALLOW_METHODS = ["GET", "POST", "OPTIONS"]
 CORS_ALLOW_HEADERS = ["accept", "content-type", "x-api-token"]
 
+# Rate limits (decisions.md): per client IP without a key, per key with one.
+RATE_LIMIT_ANON = env.str("RATE_LIMIT_ANON", default="100/min")
+RATE_LIMIT_KEYED = env.str("RATE_LIMIT_KEYED", default="1000/min")
+# Proxies in front of the service that append to X-Forwarded-For (0: use the peer address).
+REST_FRAMEWORK_NUM_PROXIES = env.int("NUM_PROXIES", default=0)
+
 # Where error bodies point: {DOCS_URL}/errors#<code>. Defaults to this service's own /docs.
 DOCS_URL = env.str("DOCS_URL", default="/docs").rstrip("/")
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["latsite.api.auth.ApiKeyAuthentication"],
+    "DEFAULT_THROTTLE_CLASSES": ["latsite.api.throttling.ClientRateThrottle"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "UNAUTHENTICATED_USER": None,
     "EXCEPTION_HANDLER": "latsite.api.errors.exception_handler",
@@ -162,6 +170,7 @@ REST_FRAMEWORK = {
     "COERCE_DECIMAL_TO_STRING": True,
     "UNICODE_JSON": True,
     "COMPACT_JSON": True,
+    "NUM_PROXIES": REST_FRAMEWORK_NUM_PROXIES,
 }
 
 SPECTACULAR_SETTINGS = {
@@ -182,6 +191,17 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {},
     "SECURITY": [],
     "AUTHENTICATION_WHITELIST": [],
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {
+            "ApiKey": {
+                "type": "apiKey",
+                "in": "header",
+                "name": "X-API-Token",
+                "description": "Optional. Raises the caller's rate limit. Unknown keys answer "
+                "401, disabled or expired ones 403.",
+            }
+        }
+    },
 }
 
 # Serve GET /bench/baseline (constant JSON through the same stack) for benchmarks only.

@@ -8,13 +8,17 @@ from latsite.api.errors import ERROR_CODES
 from latsite.api.fields import ErrorSerializer
 
 
+ALWAYS = ("unauthorized", "forbidden", "rate_limit_exceeded", "internal_server_error")
+
+
 def error_responses(*codes: str) -> dict[int, OpenApiResponse]:
-    """Responses for the given error codes; 500 is always included."""
+    """Responses for the given error codes, plus those any endpoint can give: an unknown (401)
+    or disabled (403) API key, the rate limit (429) and 500."""
     out: dict[int, OpenApiResponse] = {}
-    for code in (*codes, "internal_server_error"):
+    for code in dict.fromkeys((*codes, *ALWAYS)):
         status_code, _title, when = ERROR_CODES[code]
         out[status_code] = OpenApiResponse(ErrorSerializer, description=f"`{code}`: {when}")
     return out
 
 
-READ_ERRORS = ("not_found", "unprocessable_entity", "rate_limit_exceeded")
+READ_ERRORS = ("not_found", "unprocessable_entity")

@@ -1,0 +1,30 @@
+"""Optional API keys (X-API-Token): no key is anonymous; a key raises the caller's rate limit."""
+
+from __future__ import annotations
+
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework_api_key.models import APIKey
+
+HEADER = "X-API-Token"
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    """An unknown key is a 401; a revoked or expired one a 403 (decisions.md)."""
+
+    def authenticate(self, request):
+        key = request.META.get("HTTP_X_API_TOKEN")
+        if key is None:
+            return None
+        prefix, dot, _ = key.partition(".")
+        api_key = APIKey.objects.filter(prefix=prefix).first() if dot else None
+        if api_key is None or not api_key.is_valid(key):
+            raise exceptions.AuthenticationFailed(f"The API key in {HEADER} is not known.")
+        if api_key.revoked:
+            raise exceptions.PermissionDenied(f"The API key in {HEADER} has been disabled.")
+        if api_key.has_expired:
+            raise exceptions.PermissionDenied(f"The API key in {HEADER} has expired.")
+        return (None, api_key)
+
+    def authenticate_header(self, request) -> str:
+        return HEADER

@@ -1,0 +1,259 @@
+"""A node that dies, hangs or answers garbage: the job fails cleanly, the database keeps its last
+good state, the failure is recorded, and the next run recovers.
+
+The dying node is a real anvil (a second one, loaded with the devnet's state) killed mid-sync.
+Only the faults a real node cannot be made to produce (garbage, silence) use a fake server.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import socketserver
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from deposits.models import Deposit, DepositCheckpoint
+from deposits.services import deposit_index
+from lats.chain import gateway as gateway_module
+from lats.chain.anvil import start_anvil
+from lats.chain.devnet import connect, deposit_many, make_deposits, write_manifests
+from lats.chain.gateway import ChainUnavailable
+from lats.models import Lat, LatToken, SyncStatus
+from lats.services import lat_refresh_state
+from operators.models import NodeAsset, StakerNode
+
+pytestmark = [pytest.mark.django_db, pytest.mark.chain]
+
+WAD = 10**18
+
+
+def data_tables() -> dict[str, list[dict[str, Any]]]:
+    """Everything the refresh jobs write, except their own status rows."""
+    return {
+        "lats": list(Lat.objects.order_by("id").values()),
+        "tokens": list(LatToken.objects.order_by("id").values()),
+        "nodes": list(StakerNode.objects.order_by("id").values()),
+        "assets": list(NodeAsset.objects.order_by("id").values()),
+        "deposits": list(Deposit.objects.order_by("id").values()),
+        "checkpoints": list(
+            DepositCheckpoint.objects.order_by("id").values("lat_id", "block_number", "block_hash")
+        ),
+    }
+
+
+class SpareNode:
+    """An anvil of its own, loaded with the devnet's state, that a test may kill and restart."""
+
+    def __init__(self, dump: str) -> None:
+        self.dump = dump
+        self.node = start_anvil()
+        self.url = self.node.url
+        self._load()
+
+    def _load(self) -> None:
+        response = connect(self.url).provider.make_request("anvil_loadState", [self.dump])
+        assert response.get("result") is True, response
+
+    def kill(self) -> None:
+        self.node.stop()
+
+    def restart(self, dump: str | None = None) -> None:
+        """A fresh node on the same port, loaded with `dump` (default: the original state)."""
+        self.dump = dump or self.dump
+        self.node = start_anvil(port=self.node.port)
+        self._load()
+
+    def save(self) -> str:
+        return connect(self.url).provider.make_request("anvil_dumpState", [])["result"]
+
+
+@pytest.fixture
+def spare(chain) -> Iterator[SpareNode]:
+    node = SpareNode(chain.rpc("anvil_dumpState"))
+    try:
+        yield node
+    finally:
+        node.kill()
+
+
+@pytest.fixture
+def imported(chain, spare, settings, tmp_path):
+    settings.RPC_URL = spare.url
+    call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))
+    call_command("lat_sync", "--no-progress")
+    return chain
+
+
+def test_node_killed_mid_refresh_leaves_the_database_as_it_was(imported, spare, monkeypatch):
+    manifest = imported.lat("latETH")
+    token = manifest["tokens"][0]["address"]
+    make_deposits(spare.url, manifest, 12, [token], [4 * WAD])  # changes balances and supply
+    after_deposit = spare.save()
+    before = data_tables()
+    lat = Lat.objects.get(proxy_address=manifest["proxyAddress"])
+
+    real_read_nodes = gateway_module.Gateway.read_nodes
+
+    def read_nodes_after_killing_the_node(self, **kwargs):
+        spare.kill()  # the LAT's own state was read; the node dies before the nodes are
+        return real_read_nodes(self, **kwargs)
+
+    monkeypatch.setattr(gateway_module.Gateway, "read_nodes", read_nodes_after_killing_the_node)
+    with pytest.raises(ChainUnavailable):
+        lat_refresh_state(lat=lat)
+    monkeypatch.setattr(gateway_module.Gateway, "read_nodes", real_read_nodes)
+
+    assert data_tables() == before
+    status = SyncStatus.objects.get(lat=lat, job="state")
+    assert "could not be reached" in status.last_error
+    assert status.consecutive_failures == 1
+
+    spare.restart(after_deposit)
+    lat.refresh_from_db()
+    lat_refresh_state(lat=lat)
+    lt = connect(spare.url).eth.contract(
+        address=manifest["proxyAddress"], abi=imported.contract("LiquidToken", token).abi
+    )
+    lat.refresh_from_db()
+    assert int(lat.total_supply) == lt.functions.totalSupply().call()
+    status.refresh_from_db()
+    assert status.last_error == ""
+    assert status.consecutive_failures == 0
+
+
+def test_node_killed_mid_indexing_keeps_whole_ranges_and_resumes(imported, spare, settings):
+    manifest = imported.lat("latBTC")
+    deposit_many(spare.url, manifest, 120, per_tx=10)
+    grown = spare.save()
+    lat = Lat.objects.get(proxy_address=manifest["proxyAddress"])
+    start = DepositCheckpoint.objects.get(lat=lat).block_number
+    calls = []
+
+    def kill_after_first_range(done: int, total: int) -> None:
+        calls.append(done)
+        if len(calls) == 1:
+            spare.kill()
+
+    with pytest.raises(ChainUnavailable):
+        deposit_index(lat=lat, max_range=3, progress=kill_after_first_range)
+    checkpoint = DepositCheckpoint.objects.get(lat=lat)
+    assert checkpoint.block_number == start + 3  # exactly one range was stored
+    stored = Deposit.objects.filter(lat=lat)
+    assert not stored.filter(block_number__gt=checkpoint.block_number).exists()
+    seqs = sorted(Deposit.objects.values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+
+    spare.restart(grown)
+    summary = deposit_index(lat=lat, max_range=50)
+    assert summary.new > 0
+    lt = connect(spare.url).eth.contract(
+        address=manifest["proxyAddress"],
+        abi=imported.contract("LiquidToken", manifest["proxyAddress"]).abi,
+    )
+    events = lt.events.AssetDeposited.get_logs(from_block=manifest["deploymentBlock"])
+    assert sorted(
+        Deposit.objects.filter(lat=lat).values_list("block_number", "log_index")
+    ) == sorted((e["blockNumber"], e["logIndex"]) for e in events)
+
+
+class _FakeNode(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def fake_node(answer) -> tuple[_FakeNode, str]:
+    """A local HTTP server whose every POST gets `answer(body) -> bytes` (or hangs)."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's naming
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            payload = answer(body)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):
+            pass
+
+    server = _FakeNode(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def _garbage(body: bytes) -> bytes:
+    return b"<html>502 Bad Gateway</html>"
+
+
+def _wrong_shapes(body: bytes) -> bytes:
+    request = json.loads(body)
+    if isinstance(request, list):
+        return json.dumps(
+            [{"jsonrpc": "2.0", "id": r["id"], "result": "0x"} for r in request]
+        ).encode()
+    if request["method"] == "eth_blockNumber":
+        return json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": "0x10"}).encode()
+    if request["method"] == "eth_getBlockByNumber":
+        return json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": request["id"],
+                "result": {"number": "0x10", "hash": "0x" + "ab" * 32, "timestamp": "0x1"},
+            }
+        ).encode()
+    return json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": "0xdeadbeef"}).encode()
+
+
+def _silent(body: bytes) -> bytes:
+    time.sleep(3)
+    return b"{}"
+
+
+@pytest.mark.parametrize(
+    "answer", [_garbage, _wrong_shapes, _silent], ids=["garbage", "wrong-shapes", "too-slow"]
+)
+def test_bad_node_fails_cleanly_and_the_next_run_recovers(imported, spare, settings, answer):
+    settings.RPC_TIMEOUT = 0.5
+    lat = Lat.objects.get(proxy_address=imported.lat("latORB")["proxyAddress"])
+    make_deposits(
+        spare.url,
+        imported.lat("latORB"),
+        12,
+        [imported.lat("latORB")["tokens"][0]["address"]],
+        [7 * WAD],
+    )
+    before = data_tables()
+    server, url = fake_node(answer)
+    try:
+        settings.RPC_URL = url
+        with pytest.raises(ChainUnavailable):
+            lat_refresh_state(lat=lat)
+        with pytest.raises(ChainUnavailable):
+            deposit_index(lat=lat)
+    finally:
+        server.shutdown()
+    assert data_tables() == before
+    for job in ("state", "deposits"):
+        status = SyncStatus.objects.get(lat=lat, job=job)
+        assert status.last_error.startswith("ChainUnavailable")
+        assert url not in status.last_error  # node URLs can carry API keys
+
+    settings.RPC_URL = spare.url
+    settings.RPC_TIMEOUT = 10
+    lat_refresh_state(lat=lat)
+    assert deposit_index(lat=lat).new == 1
+    assert SyncStatus.objects.get(lat=lat, job="deposits").last_error == ""
+
+
+def test_sync_command_reports_failure_per_lat(imported, settings, capsys):
+    settings.RPC_URL = "http://127.0.0.1:9"  # nothing listens on the discard port
+    with pytest.raises(Exception, match="3 LAT"):
+        call_command("lat_sync", "--no-progress")
+    assert "sync failed" in capsys.readouterr().err

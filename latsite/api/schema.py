@@ -7,7 +7,6 @@ from drf_spectacular.utils import OpenApiResponse
 from latsite.api.errors import ERROR_CODES
 from latsite.api.fields import ErrorSerializer
 
-
 ALWAYS = ("unauthorized", "forbidden", "rate_limit_exceeded", "internal_server_error")
 
 

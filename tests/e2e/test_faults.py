@@ -171,7 +171,7 @@ def fake_node(answer) -> tuple[_FakeNode, str]:
     """A local HTTP server whose every POST gets `answer(body) -> bytes` (or hangs)."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - http.server's naming
+        def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             payload = answer(body)
             self.send_response(200)

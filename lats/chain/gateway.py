@@ -227,6 +227,7 @@ class DepositLog:
     asset: str
     amount: int
     shares: int
+    block_timestamp: int | None = None  # where the node includes it in logs
 
 
 @dataclass(frozen=True)
@@ -243,16 +244,24 @@ class LogRef:
 
 @dataclass(frozen=True)
 class GasQuote:
+    """eth_estimateGas and eth_gasPrice of a simulated call (wei); gas_limit is 0 on a revert."""
+
     gas_limit: int
     gas_price: int
+
+    @property
+    def fee(self) -> int:
+        return self.gas_limit * self.gas_price
 
 
 @dataclass(frozen=True)
 class Simulation:
+    """A deposit run as eth_call: the shares it returns, or the decoded revert reason."""
+
     success: bool
-    shares: tuple[int, ...]
-    reason: str
-    gas: GasQuote | None
+    shares: tuple[int, ...]  # one per deposited entry; empty on a revert
+    reason: str  # "" on success
+    gas: GasQuote  # on a revert: gas_limit 0 (nothing to estimate), the node's gas price
 
 
 # --- the gateway ----------------------------------------------------------------------------
@@ -602,6 +611,9 @@ class Gateway:
                         asset=_address_topic(topics[3]),
                         amount=int.from_bytes(data[:32], "big"),
                         shares=int.from_bytes(data[32:64], "big"),
+                        block_timestamp=int(log["blockTimestamp"], 16)
+                        if log.get("blockTimestamp")
+                        else None,
                     )
                 )
         except (KeyError, IndexError, TypeError, ValueError) as exc:
@@ -658,7 +670,11 @@ class Gateway:
         return "0x" + fn.encode(list(assets), list(amounts), receiver).hex()
 
     def simulate_deposit(self, *, lat: str, calldata: str, sender: str) -> Simulation:
-        """eth_call, eth_estimateGas and eth_gasPrice in one JSON-RPC batch, at the latest block."""
+        """eth_call, eth_estimateGas and eth_gasPrice in one JSON-RPC batch, at the latest block.
+
+        A revert of either call is a `Simulation` with `success=False` and the decoded reason;
+        only a node that cannot be reached or answers garbage raises (`ChainUnavailable`).
+        """
         tx = {"from": sender, "to": lat, "data": calldata, "value": "0x0"}
         call, gas, price = self.batch(
             [
@@ -670,13 +686,25 @@ class Gateway:
         for result in (call, gas, price):
             if isinstance(result, ChainUnavailable):
                 raise result
-        if isinstance(call, ChainCallReverted):
-            return Simulation(success=False, shares=(), reason=call.reason, gas=None)
-        if isinstance(gas, ChainCallReverted):
-            return Simulation(success=False, shares=(), reason=gas.reason, gas=None)
+        try:
+            gas_price = int(price, 16)
+        except (TypeError, ValueError) as exc:
+            raise ChainUnavailable("the node answered eth_gasPrice with garbage") from exc
+        for result in (call, gas):
+            if isinstance(result, ChainCallReverted):
+                return Simulation(
+                    success=False, shares=(), reason=result.reason, gas=GasQuote(0, gas_price)
+                )
+        if call == "0x":  # a call to an address without code "succeeds" with nothing
+            return Simulation(
+                success=False,
+                shares=(),
+                reason="no contract code at the LAT address",
+                gas=GasQuote(0, gas_price),
+            )
         try:
             (shares,) = function("LiquidToken", "deposit").decode(bytes.fromhex(call[2:]))
-            quote = GasQuote(gas_limit=int(gas, 16), gas_price=int(price, 16))
+            quote = GasQuote(gas_limit=int(gas, 16), gas_price=gas_price)
         except (TypeError, ValueError) as exc:
             raise ChainUnavailable("the node answered the simulation with garbage") from exc
         return Simulation(success=True, shares=tuple(int(s) for s in shares), reason="", gas=quote)

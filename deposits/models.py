@@ -51,6 +51,9 @@ class Deposit(models.Model):
             ),
             models.Index(fields=("asset", "-block_number", "-log_index"), name="deposit_asset_idx"),
             models.Index(fields=("lat", "block_number"), name="deposit_lat_block_idx"),
+            # The listing key: renumbering `seq` finds its place by it.
+            models.Index(fields=("block_number", "log_index", "chain_id"), name="deposit_key_idx"),
+            models.Index(fields=("tx_hash",), name="deposit_tx_idx"),
         ]
 
     def __str__(self) -> str:

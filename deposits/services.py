@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max, Q
+from django.db.models import Max
 
 from deposits.models import Deposit, DepositCheckpoint
 from lats.chain.gateway import ChainError, ChainUnavailable, Gateway, gateway_for
@@ -49,28 +49,29 @@ def _lock_sequence() -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SEQ_LOCK_KEY])
 
 
-def _after(block_number: int, log_index: int, chain_id: int) -> Q:
-    """Rows ordered after (block, log, chain) in the listing's key."""
-    return (
-        Q(block_number__gt=block_number)
-        | Q(block_number=block_number, log_index__gt=log_index)
-        | Q(block_number=block_number, log_index=log_index, chain_id__gt=chain_id)
-    )
+_KEY = "(block_number, log_index, chain_id)"
 
 
 def _renumber_from(block_number: int, log_index: int, chain_id: int) -> None:
-    """Give every row at or after the key its dense rank again."""
-    at_or_after = _after(block_number, log_index, chain_id) | Q(
-        block_number=block_number, log_index=log_index, chain_id=chain_id
-    )
-    before = Deposit.objects.exclude(at_or_after).count()
-    if not Deposit.objects.filter(at_or_after).exists():
-        return
+    """Give every row at or after the key its dense rank again.
+
+    Rows before the key keep their ranks 1..n, so n is the rank of the row just before it
+    (an index lookup, not a count); the rows from the key on are moved out of the way, then
+    ranked n+1, n+2, … in key order.
+    """
     table = Deposit._meta.db_table
+    key = [block_number, log_index, chain_id]
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET seq = seq + %s WHERE seq > %s",
-            [_SHIFT, before],
+            f"SELECT seq FROM {table} WHERE {_KEY} < (%s, %s, %s) "
+            "ORDER BY block_number DESC, log_index DESC, chain_id DESC LIMIT 1",
+            key,
+        )
+        row = cursor.fetchone()
+        before = row[0] if row else 0
+        cursor.execute(
+            f"UPDATE {table} SET seq = seq + %s WHERE {_KEY} >= (%s, %s, %s)",
+            [_SHIFT, *key],
         )
         cursor.execute(
             f"""
@@ -79,17 +80,29 @@ def _renumber_from(block_number: int, log_index: int, chain_id: int) -> None:
                 SELECT id, %s + ROW_NUMBER() OVER (
                     ORDER BY block_number, log_index, chain_id
                 ) AS rank
-                FROM {table} WHERE seq > %s
+                FROM {table} WHERE {_KEY} >= (%s, %s, %s)
             ) AS ranked
             WHERE {table}.id = ranked.id
             """,
-            [before, _SHIFT],
+            [before, *key],
         )
 
 
 _COPY_COLUMNS = (
-    "lat_id", "chain_id", "seq", "tx_hash", "log_index", "block_number", "block_hash",
-    "created_at", "kind", "sender", "receiver", "asset", "amount", "shares",
+    "lat_id",
+    "chain_id",
+    "seq",
+    "tx_hash",
+    "log_index",
+    "block_number",
+    "block_hash",
+    "created_at",
+    "kind",
+    "sender",
+    "receiver",
+    "asset",
+    "amount",
+    "shares",
 )
 
 
@@ -97,8 +110,20 @@ def _insert(*, lat: Lat, events: list[DepositEvent], first_seq: int) -> None:
     """Insert new deposits: COPY on PostgreSQL (a backfill writes many thousands at once)."""
     rows = [
         (
-            lat.id, lat.chain_id, first_seq + offset, e.tx_hash, e.log_index, e.block_number,
-            e.block_hash, e.created_at, e.kind, e.sender, e.receiver, e.asset, e.amount, e.shares,
+            lat.id,
+            lat.chain_id,
+            first_seq + offset,
+            e.tx_hash,
+            e.log_index,
+            e.block_number,
+            e.block_hash,
+            e.created_at,
+            e.kind,
+            e.sender,
+            e.receiver,
+            e.asset,
+            e.amount,
+            e.shares,
         )
         for offset, e in enumerate(events)
     ]
@@ -109,9 +134,12 @@ def _insert(*, lat: Lat, events: list[DepositEvent], first_seq: int) -> None:
         )
         return
     table = Deposit._meta.db_table
-    with connection.cursor() as cursor, cursor.cursor.copy(  # psycopg 3's COPY
-        f"COPY {table} ({', '.join(_COPY_COLUMNS)}) FROM STDIN"  # noqa: S608 - our names
-    ) as copy:
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(  # psycopg 3's COPY
+            f"COPY {table} ({', '.join(_COPY_COLUMNS)}) FROM STDIN"
+        ) as copy,
+    ):
         for row in rows:
             copy.write_row(row)
 
@@ -135,9 +163,13 @@ def deposit_record_events(*, lat: Lat, events: Iterable[DepositEvent]) -> int:
         return 0
     top = Deposit.objects.aggregate(top=Max("seq"))["top"] or 0
     first = new[0]
-    out_of_order = Deposit.objects.filter(
-        _after(first.block_number, first.log_index, lat.chain_id)
-    ).exists()
+    last = Deposit.objects.order_by("-seq").values_list("block_number", "log_index", "chain_id")
+    newest = last.first()  # the newest stored deposit: seq follows the key
+    out_of_order = newest is not None and newest > (
+        first.block_number,
+        first.log_index,
+        lat.chain_id,
+    )
     _insert(lat=lat, events=new, first_seq=(top + _SHIFT if out_of_order else top) + 1)
     if out_of_order:
         _renumber_from(first.block_number, first.log_index, lat.chain_id)
@@ -244,14 +276,22 @@ def deposit_index(
                     raise
                 span = max(span // 2, 1)
                 continue
-            blocks = gateway.blocks({log.block_number for log in logs} | {end})
+            # Timestamps come with the logs where the node includes them (anvil, geth >= 1.14,
+            # reth); otherwise from the blocks, fetched in the same batch as the range's end.
+            undated = {log.block_number for log in logs if log.block_timestamp is None}
+            blocks = gateway.blocks(undated | {end})
             events = [
                 DepositEvent(
                     tx_hash=log.tx_hash,
                     log_index=log.log_index,
                     block_number=log.block_number,
                     block_hash=log.block_hash,
-                    created_at=datetime.fromtimestamp(blocks[log.block_number].timestamp, tz=UTC),
+                    created_at=datetime.fromtimestamp(
+                        log.block_timestamp
+                        if log.block_timestamp is not None
+                        else blocks[log.block_number].timestamp,
+                        tz=UTC,
+                    ),
                     kind=log.kind,
                     sender=log.sender,
                     receiver=log.receiver,

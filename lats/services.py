@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import ipaddress
 import json
 import logging
+import socket
 import urllib.parse
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -452,21 +454,45 @@ class MetadataUnavailable(Exception):
     pass
 
 
+def _public_host(uri: str) -> None:
+    """Refuse a URL whose host resolves to a private, loopback or link-local address: the URI
+    comes from the chain, and the worker must not be made to fetch internal services."""
+    if settings.METADATA_ALLOW_PRIVATE_HOSTS:
+        return
+    host = urllib.parse.urlsplit(uri).hostname or ""
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except (OSError, UnicodeError) as exc:
+        raise MetadataUnavailable(f"the metadata host {host!r} does not resolve") from exc
+    for address in addresses:
+        if not ipaddress.ip_address(address.split("%")[0]).is_global:
+            raise MetadataUnavailable(f"the metadata host {host!r} is not a public address")
+
+
 def metadata_fetch(uri: str) -> dict[str, Any]:
-    """The metadata JSON behind a URI: a data: URI, or http(s) with a timeout and a size cap."""
+    """The metadata JSON behind a URI: a data: URI, or http(s) with a timeout and a size cap
+    (public hosts only, no redirects followed)."""
     cap = settings.METADATA_MAX_BYTES
     if uri.startswith("data:"):
         header, _, payload = uri[5:].partition(",")
-        raw = (
-            base64.b64decode(payload)
-            if header.endswith(";base64")
-            else urllib.parse.unquote_to_bytes(payload)
-        )
+        if len(payload) > cap * 2:
+            raise MetadataUnavailable(f"the metadata document is over {cap} bytes")
+        try:
+            raw = (
+                base64.b64decode(payload, validate=True)
+                if header.endswith(";base64")
+                else urllib.parse.unquote_to_bytes(payload)
+            )
+        except ValueError as exc:
+            raise MetadataUnavailable("the metadata data: URI is not valid base64") from exc
     elif uri.startswith(("http://", "https://")):
+        _public_host(uri)
         try:
             with requests.get(
-                uri, timeout=settings.METADATA_FETCH_TIMEOUT, stream=True
+                uri, timeout=settings.METADATA_FETCH_TIMEOUT, stream=True, allow_redirects=False
             ) as response:
+                if response.is_redirect:
+                    raise MetadataUnavailable(f"the document at {uri} redirects elsewhere")
                 response.raise_for_status()
                 raw = b""
                 for chunk in response.iter_content(8192):
@@ -488,17 +514,40 @@ def metadata_fetch(uri: str) -> dict[str, Any]:
     return document
 
 
+_URL_FIELDS = {f for f in METADATA_FIELDS.values() if f != "metadata_name"} - {
+    "metadata_description"
+}
+
+
+def _document_value(field: str, value: Any) -> str | None:
+    """A document's value as the field stores it: text trimmed to the column; links only
+    http(s) (a `javascript:` logo is not served)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    value = value.strip()
+    if field in _URL_FIELDS:
+        scheme = urllib.parse.urlsplit(value).scheme.lower()
+        max_length = Avs._meta.get_field(field).max_length
+        if scheme not in {"http", "https"} or len(value) > max_length:
+            return None
+        return value
+    return value[: Avs._meta.get_field(field).max_length or None]
+
+
+@transaction.atomic
 def avs_apply_metadata(*, avs: Avs, uri: str, document: dict[str, Any], block: int) -> list[str]:
-    """Seed curated fields from the document, leaving what staff edited alone."""
+    """Seed curated fields from the document, leaving what staff edited alone. A member the
+    document no longer has is cleared (unless staff edited it)."""
+    locked = Avs.objects.select_for_update().get(pk=avs.pk)  # against a concurrent staff edit
     values: dict[str, Any] = {"metadata_uri": uri, "metadata_updated_block": block}
     for key, field in METADATA_FIELDS.items():
-        value = document.get(key)
-        if field in avs.staff_edited_fields or not isinstance(value, str):
-            continue
-        values[field] = value.strip()[: Avs._meta.get_field(field).max_length or None] or None
-    changed = _set(avs, values)
+        if field not in locked.staff_edited_fields:
+            values[field] = _document_value(field, document.get(key))
+    changed = _set(locked, values)
     if changed:
-        avs.save(update_fields=changed)
+        locked.save(update_fields=changed)
+    for field in changed:
+        setattr(avs, field, getattr(locked, field))
     return changed
 
 

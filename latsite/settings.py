@@ -206,6 +206,8 @@ SPECTACULAR_SETTINGS = {
 
 # Serve GET /bench/baseline (constant JSON through the same stack) for benchmarks only.
 BENCH_BASELINE = env.bool("BENCH_BASELINE", default=False)
+# Largest body POST /lat/{address}/deposit and /simulate-deposit accept, bytes (else a 400).
+DEPOSIT_BODY_MAX_BYTES = env.int("DEPOSIT_BODY_MAX_BYTES", default=16384)
 
 # Chain access: RPC_URL is the default node; RPC_URL_<chainId> overrides it per chain.
 RPC_URL = env.str("RPC_URL", default="")
@@ -228,10 +230,13 @@ LOG_BLOCK_RANGE = env.int("LOG_BLOCK_RANGE", default=5000)
 # AVS metadata documents: fetched with a timeout and a size cap.
 METADATA_FETCH_TIMEOUT = env.float("METADATA_FETCH_TIMEOUT", default=5.0)
 METADATA_MAX_BYTES = env.int("METADATA_MAX_BYTES", default=65536)
+# Off in production: a metadata URI on a private, loopback or link-local host is refused.
+METADATA_ALLOW_PRIVATE_HOSTS = env.bool("METADATA_ALLOW_PRIVATE_HOSTS", default=False)
 
 # Celery: Redis as broker when REDIS_URL is set.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")
 CELERY_RESULT_BACKEND = None
+CELERY_RESULT_EXPIRES = None  # no results are stored: no backend_cleanup task for beat
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"

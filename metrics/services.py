@@ -111,11 +111,15 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
             setattr(snapshot, key, values[key])
         if changed:
             snapshot.save(update_fields=changed)
-    daily = list(
-        MetricSnapshot.objects.filter(lat=lat, timestamp__gte=now - timedelta(days=30)).values_list(
-            "native_apy", flat=True
-        )
-    )
+    # avg30d: the mean of the last 30 daily values (each day's last snapshot).
+    per_day: dict = {}
+    for timestamp, native in (
+        MetricSnapshot.objects.filter(lat=lat, timestamp__gte=now - timedelta(days=30))
+        .order_by("timestamp")
+        .values_list("timestamp", "native_apy")
+    ):
+        per_day[timestamp.date()] = native
+    daily = list(per_day.values())
     mean = sum(daily, Decimal(0)) / len(daily) if daily else Decimal(0)
     apys["avg30d"] = {
         "apy": "0",

@@ -1,0 +1,358 @@
+"""Admin for staff and ops: LATs (grouping, fees, sync status), curated AVS metadata, tokens and
+price feeds. What the refresh jobs read from the chain is shown read-only."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from django import forms
+from django.contrib import admin, messages
+from django.db import models, transaction
+from django.db.models import Prefetch
+from django.utils import timezone
+from django.utils.html import format_html_join
+from eth_utils import is_hex_address, to_checksum_address
+
+from lats.curation import avs_release_curated, avs_update_curated
+from lats.models import Avs, FeeStructure, Lat, LatToken, PriceFeed, SyncStatus, Token
+from lats.tasks import enqueue_metadata_refresh, enqueue_refresh_now
+
+
+class ReadOnlyAdminMixin:
+    """Shown, never written through admin: the refresh jobs own these rows."""
+
+    actions = None
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+def model_field_names(model, *, exclude: tuple[str, ...] = ()) -> tuple[str, ...]:
+    return tuple(f.name for f in model._meta.fields if not f.primary_key and f.name not in exclude)
+
+
+# --- LAT --------------------------------------------------------------------------------------
+
+
+class FeeStructureInline(admin.TabularInline):
+    model = FeeStructure
+    fields = ("management_fee", "performance_fee")
+    extra = 1
+    max_num = 1
+    can_delete = False
+    verbose_name = "fee structure (percent)"
+    verbose_name_plural = "fee structure (percent)"
+
+
+class LatTokenInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = LatToken
+    fields = (
+        "token",
+        "strategy_address",
+        "decimals",
+        "price_per_unit",
+        "volatility_threshold",
+        "balance",
+        "queued_balance",
+    )
+    readonly_fields = fields
+    extra = 0
+    verbose_name_plural = "supported tokens (from the chain)"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("lat", "token")
+
+
+class SyncStatusInline(ReadOnlyAdminMixin, admin.TabularInline):
+    model = SyncStatus
+    fields = (
+        "job",
+        "last_success_at",
+        "last_block",
+        "consecutive_failures",
+        "last_error_at",
+        "last_error",
+    )
+    readonly_fields = fields
+    extra = 0
+    verbose_name_plural = "last run of each refresh job"
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("lat")
+
+
+def _sync_line(status: SyncStatus) -> tuple[str, str]:
+    if status.consecutive_failures:
+        return status.job, f"failing ({status.consecutive_failures}x since last success)"
+    if status.last_success_at is None:
+        return status.job, "never run"
+    age = int((timezone.now() - status.last_success_at).total_seconds())
+    return status.job, f"ok {age} s ago, block {status.last_block}"
+
+
+@admin.register(Lat)
+class LatAdmin(admin.ModelAdmin):
+    list_display = (
+        "symbol",
+        "name",
+        "chain_id",
+        "proxy_address",
+        "avs",
+        "effective_group",
+        "group_override",
+        "paused",
+        "state_block",
+        "sync_summary",
+    )
+    list_display_links = ("symbol",)
+    list_editable = ("group_override",)
+    list_filter = ("chain_id", "group_override", "paused")
+    list_select_related = ("avs",)
+    search_fields = ("symbol", "name", "proxy_address")
+    ordering = ("chain_id", "symbol", "id")
+    inlines = (FeeStructureInline, SyncStatusInline, LatTokenInline)
+    actions = ("refresh_now",)
+    fieldsets = (
+        (
+            None,
+            {"fields": ("symbol", "name", "chain_id", "proxy_address", "implementation_address")},
+        ),
+        (
+            "Grouping",
+            {"fields": ("base_asset", "base_asset_symbol", "effective_group", "group_override")},
+        ),
+        (
+            "State read from the chain",
+            {
+                "fields": (
+                    "state_block",
+                    "total_assets",
+                    "total_supply",
+                    "unit_eth_price",
+                    "paused",
+                    "max_nodes",
+                    "apys",
+                )
+            },
+        ),
+        (
+            "Deployment (from the manifest)",
+            {
+                "classes": ("collapse",),
+                "fields": (
+                    "avs",
+                    "deployment_block",
+                    "contract_deployments",
+                    "delegation_manager",
+                    "strategy_manager",
+                    "rewards_coordinator",
+                    "avs_directory",
+                    "created_at",
+                ),
+            },
+        ),
+    )
+    readonly_fields = (*model_field_names(Lat, exclude=("group_override",)), "effective_group")
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .prefetch_related(
+                Prefetch("sync_statuses", queryset=SyncStatus.objects.order_by("job"))
+            )
+        )
+
+    def has_add_permission(self, request) -> bool:
+        return False  # LATs come from `manage.py lat_import`
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # would cascade to every deposit and snapshot of the LAT
+
+    @admin.display(description="group")
+    def effective_group(self, obj: Lat) -> str:
+        return obj.group
+
+    @admin.display(description="sync")
+    def sync_summary(self, obj: Lat):
+        lines = [_sync_line(status) for status in obj.sync_statuses.all()]
+        if not lines:
+            return "never synced"
+        return format_html_join("", "<div>{}: {}</div>", lines)
+
+    @admin.action(description="Refresh now (state, deposits, snapshot, AVS metadata)")
+    def refresh_now(self, request, queryset):
+        ids = list(queryset.values_list("id", flat=True))
+        transaction.on_commit(partial(enqueue_refresh_now, ids))
+        self.message_user(request, f"Refresh queued for {len(ids)} LAT(s).", messages.SUCCESS)
+
+
+# --- AVS ----------------------------------------------------------------------------------------
+
+
+def _https_urls(field, **kwargs):
+    """Curated links without a scheme get https (Django 6's default; silences its warning)."""
+    if isinstance(field, models.URLField):
+        kwargs.setdefault("assume_scheme", "https")
+    return field.formfield(**kwargs)
+
+
+class AvsAdminForm(forms.ModelForm):
+    release_fields = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Release to the metadata document",
+        help_text=(
+            "Ticked fields go back to the AVS's metadata document: the metadata refresh queued "
+            "on save overwrites them again."
+        ),
+    )
+
+    class Meta:
+        model = Avs
+        fields = Avs.CURATED_FIELDS
+        formfield_callback = _https_urls
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        edited = self.instance.staff_edited_fields if self.instance.pk else []
+        self.fields["release_fields"].choices = [
+            (name, Avs._meta.get_field(name).verbose_name) for name in edited
+        ]
+
+
+@admin.register(Avs)
+class AvsAdmin(admin.ModelAdmin):
+    form = AvsAdminForm
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    list_display = (
+        "address",
+        "metadata_name",
+        "chain_id",
+        "metadata_website",
+        "edited_by_staff",
+        "metadata_updated_block",
+    )
+    list_filter = ("chain_id",)
+    search_fields = ("address", "metadata_name")
+    actions = ("reset_to_onchain_metadata",)
+    readonly_fields = (
+        "chain_id",
+        "address",
+        "metadata_uri",
+        "metadata_updated_block",
+        "staff_edited_fields",
+    )
+    fieldsets = (
+        (None, {"fields": readonly_fields}),
+        (
+            "Curated metadata (a field staff change is kept by the metadata refresh)",
+            {"fields": (*Avs.CURATED_FIELDS, "release_fields")},
+        ),
+    )
+
+    def has_add_permission(self, request) -> bool:
+        return False  # AVSs come with the LATs that secure them
+
+    @admin.display(description="edited by staff")
+    def edited_by_staff(self, obj: Avs) -> str:
+        return ", ".join(obj.staff_edited_fields) or "-"
+
+    def save_model(self, request, obj, form, change):
+        changes = {
+            name: form.cleaned_data[name]
+            for name in form.changed_data
+            if name in Avs.CURATED_FIELDS
+        }
+        avs_update_curated(avs=obj, changes=changes, by_staff=True)
+        release = [
+            name for name in form.cleaned_data.get("release_fields", ()) if name not in changes
+        ]
+        if release and avs_release_curated(avs=obj, fields=release):
+            transaction.on_commit(partial(enqueue_metadata_refresh, [obj.pk]))
+
+    @admin.action(description="Reset to on-chain metadata (release every staff edit)")
+    def reset_to_onchain_metadata(self, request, queryset):
+        avss = list(queryset)
+        released = [avs.pk for avs in avss if avs_release_curated(avs=avs)]
+        transaction.on_commit(partial(enqueue_metadata_refresh, [avs.pk for avs in avss]))
+        self.message_user(
+            request,
+            f"Released the staff edits of {len(released)} AVS(s); a metadata refresh is queued.",
+            messages.SUCCESS,
+        )
+
+
+# --- tokens and price feeds -------------------------------------------------------------------
+
+
+@admin.register(Token)
+class TokenAdmin(admin.ModelAdmin):
+    list_display = ("symbol", "name", "chain_id", "address", "decimals", "ref_id", "base_apy")
+    list_editable = ("ref_id", "base_apy")
+    list_filter = ("chain_id",)
+    search_fields = ("symbol", "name", "address")
+    fields = ("symbol", "name", "chain_id", "address", "decimals", "ref_id", "base_apy")
+    readonly_fields = ("symbol", "name", "chain_id", "address", "decimals")
+
+    def has_add_permission(self, request) -> bool:
+        return False  # tokens come from the LATs that support them
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class PriceFeedForm(forms.ModelForm):
+    class Meta:
+        model = PriceFeed
+        fields = ("chain_id", "token_address", "feed_address")
+
+    def _address(self, name: str) -> str:
+        value = self.cleaned_data[name].strip()
+        if not is_hex_address(value) or not value.startswith("0x"):
+            raise forms.ValidationError("Enter an address 0x + 40 hex digits.")
+        return to_checksum_address(value)  # the services look feeds up by checksummed address
+
+    def clean_token_address(self) -> str:
+        return self._address("token_address")
+
+    def clean_feed_address(self) -> str:
+        return self._address("feed_address")
+
+
+@admin.register(PriceFeed)
+class PriceFeedAdmin(admin.ModelAdmin):
+    form = PriceFeedForm
+    list_display = ("token_address", "chain_id", "feed_address", "answer", "decimals", "updated_at")
+    list_filter = ("chain_id",)
+    search_fields = ("token_address", "feed_address")
+
+    def get_fields(self, request, obj=None):
+        fields = ("chain_id", "token_address", "feed_address")
+        return fields if obj is None else (*fields, "answer", "decimals", "updated_at")
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return ()
+        return ("chain_id", "token_address", "answer", "decimals", "updated_at")
+
+
+@admin.register(SyncStatus)
+class SyncStatusAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = (
+        "lat",
+        "job",
+        "last_success_at",
+        "last_block",
+        "consecutive_failures",
+        "last_error_at",
+    )
+    list_filter = ("job",)
+    list_select_related = ("lat",)
+    search_fields = ("lat__symbol", "lat__proxy_address")

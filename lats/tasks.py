@@ -1,0 +1,145 @@
+"""Celery tasks of the LAT refresh jobs: thin wrappers that take ids and call one service.
+
+Every per-LAT task of the project (here, in deposits/tasks.py and metrics/tasks.py) runs through
+`run_lat_job`: it takes a PostgreSQL advisory lock on (job, lat id) so that overlapping runs of
+the same job for the same LAT skip rather than race, and returns a small JSON result whose
+`status` is `done`, `skipped` (another run holds the lock), `missing` (no such LAT) or `failed`
+(a chain revert or an unusable metadata document: logged, recorded in SyncStatus by the
+service, not retried). An unreachable node (`ChainUnavailable`) is retried with exponential
+backoff and jitter; anything unexpected propagates, so Celery logs it, and is not retried.
+
+The fan-out tasks, run by beat, enqueue one per-LAT task per LAT.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from celery import chain, shared_task
+from django.conf import settings
+
+from lats.chain.gateway import ChainError, ChainUnavailable
+from lats.models import Lat
+from lats.services import MetadataUnavailable, avs_refresh_metadata, lat_refresh_state
+from latsite.locks import advisory_lock
+
+logger = logging.getLogger(__name__)
+
+DONE = "done"
+SKIPPED = "skipped"
+MISSING = "missing"
+FAILED = "failed"
+
+# Options of every per-LAT task. Retries back off 10 s, 20 s, 40 s, ... (at most 5 min), each
+# drawn at random below that bound (full jitter), so that LATs on one node do not retry in step.
+LAT_TASK_OPTIONS: dict[str, Any] = {
+    "autoretry_for": (ChainUnavailable,),
+    "retry_backoff": 10,
+    "retry_backoff_max": 300,
+    "retry_jitter": True,
+    "max_retries": 5,
+    "soft_time_limit": settings.CELERY_TASK_SOFT_TIME_LIMIT,
+    "time_limit": settings.CELERY_TASK_TIME_LIMIT,
+    "ignore_result": True,
+}
+# The fan-out tasks only read ids and publish messages.
+FAN_OUT_OPTIONS: dict[str, Any] = {
+    "soft_time_limit": 60,
+    "time_limit": 90,
+    "ignore_result": True,
+}
+# A per-LAT message that waited longer than this is dropped: a later run has superseded it.
+FAN_OUT_EXPIRES = 15 * 60
+
+
+def run_lat_job(job: str, lat_id: int, run: Callable[[Lat], dict[str, Any]]) -> dict[str, Any]:
+    """Run one job for one LAT under its advisory lock; see the module docstring."""
+    outcome: dict[str, Any] = {"job": job, "lat": lat_id}
+    with advisory_lock(job, lat_id) as acquired:
+        if not acquired:
+            logger.info("%s for LAT %s is already running; skipped", job, lat_id)
+            return outcome | {"status": SKIPPED}
+        lat = Lat.objects.select_related("avs").filter(pk=lat_id).first()
+        if lat is None:
+            logger.warning("%s: no LAT with id %s; nothing to do", job, lat_id)
+            return outcome | {"status": MISSING}
+        try:
+            details = run(lat)
+        except ChainUnavailable:
+            raise  # retried by autoretry_for
+        except (ChainError, MetadataUnavailable) as exc:
+            logger.warning("%s for %s failed, not retried: %s", job, lat.symbol, exc)
+            return outcome | {"status": FAILED, "error": f"{type(exc).__name__}: {exc}"[:500]}
+    logger.info("%s for %s: %s", job, lat.symbol, details)
+    return outcome | {"status": DONE} | details
+
+
+def fan_out(task, job: str) -> list[int]:
+    """Enqueue `task(lat_id)` for every LAT; returns the ids."""
+    ids = list(Lat.objects.order_by("id").values_list("id", flat=True))
+    for lat_id in ids:
+        task.apply_async((lat_id,), expires=FAN_OUT_EXPIRES)
+    logger.info("%s: enqueued for %d LAT(s)", job, len(ids))
+    return ids
+
+
+# Task names are spelled out: schedules in the database refer to them.
+STATE_JOB = "lats.tasks.refresh_lat_state"
+METADATA_JOB = "lats.tasks.refresh_avs_metadata"
+
+
+@shared_task(name=STATE_JOB, **LAT_TASK_OPTIONS)
+def refresh_lat_state(lat_id: int) -> dict[str, Any]:
+    """Read the LAT, its tokens, nodes and operators at one block and store what changed."""
+
+    def run(lat: Lat) -> dict[str, Any]:
+        summary = lat_refresh_state(lat=lat)
+        return {"block": summary.block, "changed": summary.changed}
+
+    return run_lat_job(STATE_JOB, lat_id, run)
+
+
+@shared_task(name=METADATA_JOB, **LAT_TASK_OPTIONS)
+def refresh_avs_metadata(lat_id: int) -> dict[str, Any]:
+    """Seed the curated metadata of the LAT's AVS from its latest metadata document."""
+    return run_lat_job(METADATA_JOB, lat_id, lambda lat: {"changed": avs_refresh_metadata(lat=lat)})
+
+
+@shared_task(name="lats.tasks.refresh_all_lat_states", **FAN_OUT_OPTIONS)
+def refresh_all_lat_states() -> list[int]:
+    return fan_out(refresh_lat_state, STATE_JOB)
+
+
+@shared_task(name="lats.tasks.refresh_all_avs_metadata", **FAN_OUT_OPTIONS)
+def refresh_all_avs_metadata() -> list[int]:
+    return fan_out(refresh_avs_metadata, METADATA_JOB)
+
+
+def enqueue_refresh_now(lat_ids: list[int]) -> None:
+    """Admin's "Refresh now": per LAT, state then deposits then a snapshot of both (a chain
+    stops at a failure), and the AVS metadata beside them. Call through on_commit."""
+    from deposits.tasks import index_deposits
+    from metrics.tasks import record_snapshot
+
+    for lat_id in lat_ids:
+        chain(
+            refresh_lat_state.si(lat_id), index_deposits.si(lat_id), record_snapshot.si(lat_id)
+        ).apply_async()
+        refresh_avs_metadata.apply_async((lat_id,))
+
+
+def enqueue_metadata_refresh(avs_ids: list[int]) -> None:
+    """Refresh the metadata of each AVS through one of its LATs. Call through on_commit."""
+    lats = (
+        Lat.objects.filter(avs_id__in=avs_ids)
+        .exclude(avs_directory="")
+        .order_by("avs_id", "id")
+        .values_list("avs_id", "id")
+    )
+    one_per_avs: dict[int, int] = {}
+    for avs_id, lat_id in lats:
+        one_per_avs.setdefault(avs_id, lat_id)
+    for lat_id in one_per_avs.values():
+        refresh_avs_metadata.apply_async((lat_id,))

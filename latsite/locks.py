@@ -1,0 +1,80 @@
+"""Locks against overlapping runs of the same job: PostgreSQL advisory locks.
+
+`advisory_lock("lats.refresh_lat_state", lat_id)` takes a session-level
+`pg_try_advisory_lock` on a 64-bit key derived from the name and ids, without waiting: the
+context manager yields True when this connection now holds the lock, False when another
+session holds it. The lock is released in `finally`; should the release itself fail, the
+connection is closed, which ends the session and with it every lock the session held (as a
+worker killed by the hard time limit does).
+
+Session locks need a real session: behind PgBouncer in transaction mode they do not work.
+
+On other databases (the SQLite demo) the lock is a cache entry (`cache.add`), shared between
+processes only when the cache is (REDIS_URL set), and expiring after the hard time limit so
+that a crashed holder cannot block the job for ever.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+
+logger = logging.getLogger(__name__)
+
+
+def lock_key(name: str, *ids: object) -> int:
+    """A signed 64-bit key (PostgreSQL's bigint) for the name and ids."""
+    text = ":".join([name, *(str(i) for i in ids)])
+    return int.from_bytes(
+        hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True
+    )
+
+
+@contextmanager
+def advisory_lock(name: str, *ids: object, using: str = DEFAULT_DB_ALIAS) -> Iterator[bool]:
+    """Hold the lock of (name, *ids) for the block if no one else does; yields whether it does."""
+    key = lock_key(name, *ids)
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        with _cache_lock(key) as acquired:
+            yield acquired
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        acquired = bool(cursor.fetchone()[0])
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            _release(connection, key, name)
+
+
+def _release(connection, key: int, name: str) -> None:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+    except DatabaseError:
+        logger.warning("Could not release the lock of %s; closing the connection", name)
+        if not connection.in_atomic_block:
+            connection.close()
+
+
+@contextmanager
+def _cache_lock(key: int) -> Iterator[bool]:
+    cache_key = f"advisory-lock:{key}"
+    token = uuid.uuid4().hex
+    timeout = settings.CELERY_TASK_TIME_LIMIT + 60
+    acquired = cache.add(cache_key, token, timeout=timeout)
+    try:
+        yield acquired
+    finally:
+        # Not atomic, but a holder only ever deletes its own token.
+        if acquired and cache.get(cache_key) == token:
+            cache.delete(cache_key)

@@ -1,0 +1,27 @@
+"""Admin for metric snapshots: read-only (written by the snapshot job)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from lats.admin import ReadOnlyAdminMixin, model_field_names
+from metrics.models import MetricSnapshot
+
+
+@admin.register(MetricSnapshot)
+class MetricSnapshotAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = (
+        "lat",
+        "timestamp",
+        "block_number",
+        "total_tvl_eth",
+        "native_apy",
+        "total_apy",
+        "total_users",
+    )
+    list_filter = ("lat",)
+    list_select_related = ("lat",)
+    ordering = ("-timestamp", "lat_id")
+    fields = model_field_names(MetricSnapshot)
+    readonly_fields = fields
+    show_facets = admin.ShowFacets.NEVER

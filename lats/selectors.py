@@ -81,7 +81,7 @@ def unit_eth_price(lat: Lat) -> Decimal:
     return Decimal(lat.unit_eth_price)
 
 
-def _to_eth(lat: Lat, link: LatToken, amount: Decimal) -> Decimal:
+def to_eth(lat: Lat, link: LatToken, amount: Decimal) -> Decimal:
     """Token units -> ETH (whole), through pricePerUnit and the unit's ETH price."""
     in_unit = amount * Decimal(link.price_per_unit) / (Decimal(10) ** link.decimals) / WAD
     return in_unit * unit_eth_price(lat) / WAD
@@ -122,10 +122,10 @@ def lat_tvl(*, lat: Lat) -> Tvl:
         staked_amount = staked.get(link.token_id, Decimal(0))
         total = Decimal(link.balance) + Decimal(link.queued_balance) + staked_amount
         assets[symbol] = total / (Decimal(10) ** link.decimals)
-        assets_eth[symbol] = _to_eth(lat, link, total)
-        unstaked_eth += _to_eth(lat, link, Decimal(link.balance))
-        queued_eth += _to_eth(lat, link, Decimal(link.queued_balance))
-        staked_eth += _to_eth(lat, link, staked_amount)
+        assets_eth[symbol] = to_eth(lat, link, total)
+        unstaked_eth += to_eth(lat, link, Decimal(link.balance))
+        queued_eth += to_eth(lat, link, Decimal(link.queued_balance))
+        staked_eth += to_eth(lat, link, staked_amount)
     return Tvl(
         tvl=unstaked_eth + staked_eth + queued_eth,
         unstaked_tvl=unstaked_eth,

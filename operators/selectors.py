@@ -9,11 +9,9 @@ from decimal import Decimal
 from django.db.models import Prefetch, QuerySet
 
 from lats.models import Lat, LatToken
-from lats.selectors import unit_eth_price
+from lats.selectors import to_eth
 from latsite.api.errors import NotFound
 from operators.models import NodeAsset, Operator, StakerNode
-
-WAD = Decimal(10) ** 18
 
 
 def _assets_prefetch() -> Prefetch:
@@ -78,13 +76,7 @@ class Pricing:
         link = self.links.get((lat_id, asset.token_id))
         if link is None:
             return Decimal(0)
-        in_unit = (
-            Decimal(asset.staked_amount)
-            * Decimal(link.price_per_unit)
-            / (Decimal(10) ** link.decimals)
-            / WAD
-        )
-        return in_unit * unit_eth_price(self.lats[lat_id]) / WAD
+        return to_eth(self.lats[lat_id], link, Decimal(asset.staked_amount))
 
 
 def nodes_tvl(nodes: list[StakerNode], *, pricing: Pricing | None = None) -> OperatorTvl:

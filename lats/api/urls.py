@@ -1,6 +1,6 @@
 from django.urls import path
 
-from lats.api import views
+from lats.api import transactions, views
 from operators.api import views as operator_views
 
 # Fixed segments first: `/lat/assets` and `/lat/operators` are not LAT addresses.
@@ -28,4 +28,14 @@ urlpatterns = [
         name="lat-staker-nodes",
     ),
     path("lat/<str:address>/fees", views.LatFeesView.as_view(), name="lat-fees"),
+    path(
+        "lat/<str:address>/deposit",
+        transactions.DepositBuildView.as_view(),
+        name="lat-deposit",
+    ),
+    path(
+        "lat/<str:address>/simulate-deposit",
+        transactions.DepositSimulateView.as_view(),
+        name="lat-simulate-deposit",
+    ),
 ]

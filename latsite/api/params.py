@@ -13,8 +13,9 @@ from eth_utils import to_checksum_address
 from latsite.api.errors import UnprocessableEntity
 
 ADDRESS_PATTERN = r"^0x[a-fA-F0-9]{40}$"
-_ADDRESS_RE = re.compile(ADDRESS_PATTERN)
-_INT_RE = re.compile(r"^\d+$")
+# fullmatch, not match: `$` would let a trailing newline through.
+_ADDRESS_RE = re.compile(r"0x[a-fA-F0-9]{40}")
+_INT_RE = re.compile(r"[0-9]+")
 
 
 def checksum(address: str) -> str:
@@ -23,7 +24,7 @@ def checksum(address: str) -> str:
 
 
 def parse_address(value: str | None, *, field: str) -> str:
-    if value is None or not isinstance(value, str) or not _ADDRESS_RE.match(value):
+    if value is None or not isinstance(value, str) or not _ADDRESS_RE.fullmatch(value):
         raise UnprocessableEntity(f"{field} must be an address matching {ADDRESS_PATTERN}.")
     return checksum(value)
 
@@ -43,7 +44,7 @@ def parse_int(params, name: str, *, default: int, minimum: int, maximum: int | N
     raw = params.get(name)
     if raw is None:
         return default
-    if not _INT_RE.match(raw) or len(raw) > 18:
+    if not _INT_RE.fullmatch(raw) or len(raw) > 18:
         bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
         raise UnprocessableEntity(f"{name} must be an integer {bound}.")
     value = int(raw)

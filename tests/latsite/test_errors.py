@@ -14,7 +14,15 @@ from tests import factories as f
 pytestmark = pytest.mark.django_db
 
 A = f.address
-BAD_ADDRESSES = ["0x123", "not-an-address", "0x" + "g" * 40, "0x" + "a" * 41, A(0x1001)[2:]]
+BAD_ADDRESSES = [
+    "0x123",
+    "not-an-address",
+    "0x" + "g" * 40,
+    "0x" + "a" * 41,
+    A(0x1001)[2:],
+    A(0x1001) + "%0A",  # a trailing newline
+    "%200x" + "a" * 40,
+]
 
 
 def assert_error(response, status: int, code: str) -> dict:
@@ -75,7 +83,8 @@ def test_bad_toggle_is_422(api, dataset, path, name):
 
 @pytest.mark.parametrize(
     "query",
-    ["skip=-1", "skip=abc", "skip=1.5", "take=0", "take=101", "take=-5", "take=x", "skip="],
+    ["skip=-1", "skip=abc", "skip=1.5", "take=0", "take=101", "take=-5", "take=x", "skip=",
+     "take=5%0A", "skip=%D9%A1"],
 )
 def test_bad_paging_is_422(api, dataset, query):
     before = Deposit.objects.count()

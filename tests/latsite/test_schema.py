@@ -25,6 +25,8 @@ PATHS = {
     "/lat/avs/{address}": ["get"],
     "/metrics/historical/lat/{address}": ["get"],
     "/metrics/deposits": ["get"],
+    "/lat/{address}/deposit": ["post"],
+    "/lat/{address}/simulate-deposit": ["post"],
 }
 
 
@@ -63,6 +65,9 @@ def test_every_operation_documents_errors_and_parameters(schema):
         for method, operation in item.items():
             responses = operation["responses"]
             assert "500" in responses, (path, method)
+            assert "429" in responses, (path, method)
+            if method == "post":
+                assert "400" in responses, path
             if "{address}" in path:
                 assert "404" in responses, path
                 assert "422" in responses, path

@@ -1,0 +1,132 @@
+"""Request and response shapes of the Direct Restaking endpoints (POST deposit and
+simulate-deposit).
+
+The request serializers document the body; the service (`lats.transactions`) validates it, so
+that a JSON number in `amounts` is refused rather than coerced and every message names its field
+and index. The response serializers shape the service's dataclasses.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from lats.transactions import AMOUNT_PATTERN
+from latsite.api.fields import AddressOutField, UintStringField
+from latsite.api.params import ADDRESS_PATTERN
+
+# --- request bodies -------------------------------------------------------------------------
+
+
+class DepositBodySerializer(serializers.Serializer):
+    assets = serializers.ListField(
+        child=serializers.RegexField(ADDRESS_PATTERN),
+        min_length=1,
+        help_text=(
+            "Token addresses to deposit, each supported by this LAT (see GET "
+            "/lat/{address}/tokens). An asset may appear more than once: the contract deposits "
+            "each entry separately."
+        ),
+    )
+    amounts = serializers.ListField(
+        child=serializers.RegexField(AMOUNT_PATTERN),
+        min_length=1,
+        help_text=(
+            "Amount for the asset at the same index, in that token's smallest unit, as a JSON "
+            "string of digits, above 0 and below 2^256. A JSON number is refused (422)."
+        ),
+    )
+    receiver = serializers.RegexField(
+        ADDRESS_PATTERN, help_text="Wallet that receives the minted LAT; not the zero address."
+    )
+
+
+class SimulateDepositBodySerializer(DepositBodySerializer):
+    sender = serializers.RegexField(
+        ADDRESS_PATTERN,
+        help_text="Wallet that submits the transaction and is debited (the eth_call's `from`).",
+    )
+
+
+# --- POST /lat/{address}/deposit ------------------------------------------------------------
+
+
+class DepositTransactionSerializer(serializers.Serializer):
+    to = AddressOutField(help_text="The LAT proxy, EIP-55 checksummed.")
+    data = serializers.CharField(
+        read_only=True,
+        help_text="ABI-encoded call of deposit(address[],uint256[],address), 0x-prefixed hex.",
+    )
+    value = serializers.CharField(read_only=True, help_text='Wei sent along, hex: always "0x0".')
+
+
+class DepositBuildSerializer(serializers.Serializer):
+    transaction = DepositTransactionSerializer(source="*", read_only=True)
+    chainId = serializers.CharField(
+        source="chain_id", read_only=True, help_text="Chain id of the LAT, a decimal string."
+    )
+    functionName = serializers.CharField(
+        source="function_name", read_only=True, help_text='Always "deposit".'
+    )
+
+
+class DepositBuildResponseSerializer(serializers.Serializer):
+    data = DepositBuildSerializer(read_only=True)
+
+
+# --- POST /lat/{address}/simulate-deposit ---------------------------------------------------
+
+
+class DepositGasFeesSerializer(serializers.Serializer):
+    gasLimit = UintStringField(
+        source="gas_limit", help_text='eth_estimateGas of the deposit; "0" when it reverts.'
+    )
+    gasPrice = UintStringField(source="gas_price", help_text="The node's eth_gasPrice, wei.")
+    gasFee = UintStringField(source="gas_fee", help_text="gasLimit x gasPrice, wei.")
+
+
+class DepositServiceFeesSerializer(serializers.Serializer):
+    managementFee = serializers.FloatField(
+        source="management_fee", read_only=True, help_text="Percent, set by staff; 0 when none."
+    )
+    performanceFee = serializers.FloatField(
+        source="performance_fee", read_only=True, help_text="Percent, set by staff; 0 when none."
+    )
+
+
+class DepositSimulationFeesSerializer(serializers.Serializer):
+    gas = DepositGasFeesSerializer(source="*", read_only=True)
+    service = DepositServiceFeesSerializer(source="*", read_only=True)
+
+
+class DepositSimulationSerializer(serializers.Serializer):
+    success = serializers.BooleanField(
+        read_only=True, help_text="Whether the deposit would succeed now."
+    )
+    amounts = serializers.ListField(
+        child=serializers.FloatField(),
+        read_only=True,
+        help_text=(
+            "LAT shares the deposit would mint, one per entry of `assets`, in whole LAT units "
+            "(shares / 1e18). Empty when the deposit would revert."
+        ),
+    )
+    fees = DepositSimulationFeesSerializer(source="*", read_only=True)
+    # Not read-only, so that the schema marks it optional: present only on a revert.
+    reason = serializers.CharField(
+        required=False,
+        help_text=(
+            "Only when `success` is false: the decoded revert reason, e.g. "
+            '"ERC20InsufficientAllowance(0x…, 0, 1000)", "EnforcedPause()", '
+            '"UnsupportedAsset(0x…)".'
+        ),
+    )
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if instance.success:
+            data.pop("reason", None)
+        return data
+
+
+class DepositSimulationResponseSerializer(serializers.Serializer):
+    data = DepositSimulationSerializer(read_only=True)

@@ -1,0 +1,264 @@
+"""Direct Restaking endpoints: POST /lat/{address}/deposit and POST /lat/{address}/simulate-deposit.
+
+Thin: read the body (JSON object, size-capped), let `lats.transactions` validate, build or
+simulate, shape the answer.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import BaseParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from lats import transactions
+from lats.api import transaction_serializers as s
+from latsite.api.errors import BadRequest
+from latsite.api.params import address_path_parameter
+from latsite.api.schema import error_responses
+
+TAG = "Direct Restaking"
+MAX_JSON_NESTING = 32  # a deposit body needs 2 levels; unknown members may nest a little
+ERRORS = ("bad_request", "not_found", "unprocessable_entity", "rate_limit_exceeded")
+
+_LAT = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
+_ASSETS = [
+    "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512",
+    "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0",
+]
+_WALLET = "0x71bE63f3384f5fb98995898A86B02Fb2426c5788"
+_BODY_RULES = (
+    "Send a JSON object as `application/json`, at most `DEPOSIT_BODY_MAX_BYTES` bytes "
+    "(default 16 KiB) and nested at most 32 levels; anything else is a 400 `bad_request`. "
+    "Validation, all before anything is built: the path address is well formed (422) and "
+    "names a known LAT (404); `assets` and `amounts` are non-empty arrays of equal length; "
+    "each amount is a JSON string of digits, above 0 and below 2^256 (a JSON number is a 422: "
+    "large integers lose precision in many clients); every address matches "
+    "`^0x[a-fA-F0-9]{40}$` in any letter case; every asset is supported by this LAT; "
+    "`receiver` is not the zero address. One 422 lists every problem, each naming its field "
+    'and index ("amounts[1] must be a decimal integer string"). Members the endpoint does '
+    "not know are ignored. An asset may be repeated: the contract deposits each entry "
+    "separately."
+)
+
+
+class DepositBodyParser(BaseParser):
+    """JSON, refused with a 400 when larger than settings.DEPOSIT_BODY_MAX_BYTES: first by the
+    declared Content-Length, before reading anything, then by the bytes actually read.
+
+    Not a JSONParser subclass on purpose: DRF reads the whole body (`request.body`, up to
+    DATA_UPLOAD_MAX_MEMORY_SIZE) before calling a JSONParser; this one gets the raw stream.
+    """
+
+    media_type = "application/json"
+
+    def parse(self, stream, media_type=None, parser_context=None) -> Any:
+        limit = settings.DEPOSIT_BODY_MAX_BYTES
+        context = parser_context or {}
+        request = context.get("request")
+        meta = getattr(request, "META", {})
+        try:
+            declared = int(meta.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        too_large = BadRequest(f"The request body is larger than {limit} bytes.")
+        if declared > limit:
+            raise too_large
+        raw = stream.read(limit + 1)
+        if len(raw) > limit:
+            raise too_large
+        if _nested_deeper_than(raw, MAX_JSON_NESTING):
+            raise BadRequest(f"The request body is nested deeper than {MAX_JSON_NESTING} levels.")
+        try:
+            text = raw.decode(context.get("encoding", settings.DEFAULT_CHARSET))
+            return json.loads(text, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, JSONDecodeError
+            raise ParseError("The request body is not valid JSON.") from exc
+
+
+def _nested_deeper_than(raw: bytes, limit: int) -> bool:
+    """Whether JSON text nests arrays/objects deeper than `limit` (strings skipped).
+
+    json's C scanner recurses per level, and py_ecc (imported with web3) raises Python's
+    recursion limit to 100,000, past what the C stack holds: a body of ~100,000 "[" would crash
+    the worker instead of raising. The fast path counts brackets in C; only a body with more
+    brackets than `limit` is walked byte by byte.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    depth = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in (0x5D, 0x7D):  # ] }
+            depth -= 1
+    return False
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def json_object_body(request: Request) -> dict[str, Any]:
+    """The body as a JSON object, or a 400 (wrong content type, empty, too large, not JSON,
+    or JSON that is not an object)."""
+    media_type = (request.content_type or "").split(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise BadRequest("Send the body as a JSON object with Content-Type: application/json.")
+    body = request.data
+    if request.stream is None:
+        raise BadRequest("The request body is empty; send a JSON object.")
+    if not isinstance(body, dict):
+        raise BadRequest("The request body must be a JSON object.")
+    return body
+
+
+class DepositBuildView(APIView):
+    parser_classes = [DepositBodyParser]
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="lat_deposit_build",
+        summary="Build an unsigned deposit transaction",
+        description=(
+            "Builds the transaction that deposits `amounts` of `assets` into the LAT and mints "
+            "LAT to `receiver`; the caller signs and sends it from a wallet that has approved "
+            "the LAT proxy for each amount. `transaction.to` is the LAT proxy (checksummed), "
+            "`transaction.data` the ABI-encoded call of "
+            "`deposit(address[] assets, uint256[] amounts, address receiver)`, "
+            '`transaction.value` is `"0x0"`, `chainId` the LAT\'s chain id as a decimal '
+            'string and `functionName` `"deposit"`. No node is called.\n\n' + _BODY_RULES
+        ),
+        parameters=[address_path_parameter("Proxy address of the LAT.")],
+        request=s.DepositBodySerializer,
+        responses={
+            200: s.DepositBuildResponseSerializer,
+            **error_responses(*ERRORS),
+        },
+        examples=[
+            OpenApiExample(
+                "Two tokens",
+                request_only=True,
+                value={
+                    "assets": _ASSETS,
+                    "amounts": ["1000000000000000000", "2500000"],
+                    "receiver": _WALLET,
+                },
+            ),
+        ],
+    )
+    def post(self, request, address: str):
+        body = json_object_body(request)
+        deposit = transactions.deposit_request_parse(address=address, body=body, with_sender=False)
+        tx = transactions.deposit_build(request=deposit)
+        return Response({"data": s.DepositBuildSerializer(tx).data})
+
+
+class DepositSimulateView(APIView):
+    parser_classes = [DepositBodyParser]
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="lat_deposit_simulate",
+        summary="Simulate a deposit without executing it",
+        description=(
+            "Runs the deposit that POST /lat/{address}/deposit would build as an `eth_call` "
+            "from `sender` at the node's latest block, together with `eth_estimateGas` and "
+            "`eth_gasPrice`, in one JSON-RPC batch. The answer is wrapped in `data`, like the "
+            "deposit endpoint's.\n\n"
+            "- `success`: whether the deposit would succeed now.\n"
+            "- `amounts`: the LAT shares the call returns, one per entry of `assets`, in whole "
+            "LAT units (numbers).\n"
+            "- `fees.gas`: `gasLimit` (estimateGas), `gasPrice` (the node's) and `gasFee` "
+            "(their product), decimal strings in wei.\n"
+            "- `fees.service`: the LAT's `managementFee` and `performanceFee` (percent, 0 when "
+            "staff set none), as GET /lat/{address}/fees.\n\n"
+            "A deposit that would revert is still a 200 (the simulation itself worked): "
+            "`success: false`, `amounts: []`, the decoded revert reason in `reason` (custom "
+            'errors by name and arguments, e.g. "ERC20InsufficientAllowance(0x…, 0, 1000)", '
+            '"EnforcedPause()", "UnsupportedAsset(0x…)"), and `fees.gas` with `gasLimit` and '
+            '`gasFee` `"0"` (there is nothing to estimate) and `gasPrice` still the node\'s '
+            "current price. A node that cannot be reached or does not answer in time is a 500 "
+            "`internal_server_error` whose message says so.\n\n" + _BODY_RULES
+        ),
+        parameters=[address_path_parameter("Proxy address of the LAT.")],
+        request=s.SimulateDepositBodySerializer,
+        responses={
+            200: OpenApiResponse(
+                s.DepositSimulationResponseSerializer,
+                description="The simulation ran; `data.success` tells whether the deposit "
+                "would succeed.",
+            ),
+            **error_responses(*ERRORS),
+        },
+        examples=[
+            OpenApiExample(
+                "Two tokens",
+                request_only=True,
+                value={
+                    "assets": _ASSETS,
+                    "amounts": ["1000000000000000000", "2500000"],
+                    "receiver": _WALLET,
+                    "sender": _WALLET,
+                },
+            ),
+            OpenApiExample(
+                "Would succeed",
+                response_only=True,
+                status_codes=["200"],
+                value={
+                    "data": {
+                        "success": True,
+                        "amounts": [0.998, 2.725],
+                        "fees": {
+                            "gas": {
+                                "gasLimit": "201532",
+                                "gasPrice": "1875000000",
+                                "gasFee": "377872500000000",
+                            },
+                            "service": {"managementFee": 2.5, "performanceFee": 10.0},
+                        },
+                    }
+                },
+            ),
+            OpenApiExample(
+                "Would revert",
+                response_only=True,
+                status_codes=["200"],
+                value={
+                    "data": {
+                        "success": False,
+                        "amounts": [],
+                        "fees": {
+                            "gas": {"gasLimit": "0", "gasPrice": "1875000000", "gasFee": "0"},
+                            "service": {"managementFee": 2.5, "performanceFee": 10.0},
+                        },
+                        "reason": f"ERC20InsufficientAllowance({_LAT}, 0, 1000000000000000000)",
+                    }
+                },
+            ),
+        ],
+    )
+    def post(self, request, address: str):
+        body = json_object_body(request)
+        deposit = transactions.deposit_request_parse(address=address, body=body, with_sender=True)
+        simulation = transactions.deposit_simulate(request=deposit)
+        return Response({"data": s.DepositSimulationSerializer(simulation).data})

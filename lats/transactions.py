@@ -1,0 +1,336 @@
+"""Direct Restaking: validate a deposit request, build its transaction, simulate it.
+
+`deposit_request_parse` turns a path address and a parsed JSON body into a `DepositRequest`, or
+raises the API's 404/422 with a message naming the field and index. `deposit_build` encodes
+`deposit(address[],uint256[],address)` without calling any node; `deposit_simulate` runs it
+through the node once (one JSON-RPC batch). Nothing here imports web3: calldata and the node go
+through `lats.chain.gateway`. Nothing is written to the database.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection
+
+from lats.chain.gateway import ChainUnavailable, Gateway, gateway_for
+from lats.models import ZERO_ADDRESS, Lat
+from latsite.api.errors import BadRequest, NotFound, ServiceError, UnprocessableEntity
+from latsite.api.params import ADDRESS_PATTERN, checksum
+
+logger = logging.getLogger(__name__)
+
+AMOUNT_PATTERN = r"^\d+$"
+# fullmatch with explicit ASCII classes: `$` would also accept a trailing newline and `\d`
+# any Unicode digit, which the documented (ECMA) patterns do not.
+_ADDRESS_RE = re.compile(r"0x[a-fA-F0-9]{40}")
+_AMOUNT_RE = re.compile(r"[0-9]+")
+UINT256_MAX = 2**256 - 1
+LAT_DECIMALS = 18  # every LiquidToken is an 18-decimal ERC-20
+DEPOSIT_FUNCTION = "deposit"
+NODE_UNREACHABLE = (
+    "The chain node could not be reached to simulate the deposit (it did not answer in time, "
+    "or answered something unusable). Nothing was simulated; try again later."
+)
+
+
+@dataclass(frozen=True)
+class DepositTarget:
+    """What building and simulating a deposit need of a LAT."""
+
+    proxy_address: str  # checksummed, as stored
+    chain_id: int
+    tokens: frozenset[str]  # supported token addresses, lower-case
+    management_fee: Decimal  # percent; 0 where staff set none
+    performance_fee: Decimal
+
+
+@dataclass(frozen=True)
+class DepositRequest:
+    lat: DepositTarget
+    assets: tuple[str, ...]  # lower-case hex, in the caller's order (duplicates kept)
+    amounts: tuple[int, ...]  # raw token units, 0 < amount < 2**256
+    receiver: str  # lower-case hex
+    sender: str = ""  # lower-case hex; simulate-deposit only
+
+
+@dataclass(frozen=True)
+class DepositTransaction:
+    to: str
+    data: str
+    value: str
+    chain_id: int
+    function_name: str = DEPOSIT_FUNCTION
+
+
+@dataclass(frozen=True)
+class DepositSimulation:
+    success: bool
+    amounts: tuple[Decimal, ...]  # LAT shares per entry, whole LAT units; empty on a revert
+    reason: str  # decoded revert reason; "" on success
+    gas_limit: int  # 0 on a revert
+    gas_price: int
+    management_fee: Decimal
+    performance_fee: Decimal
+
+    @property
+    def gas_fee(self) -> int:
+        return self.gas_limit * self.gas_price
+
+
+# --- the one read ------------------------------------------------------------------------------
+
+
+_TARGET_COLUMNS = (
+    "proxy_address",
+    "chain_id",
+    "lat_tokens__token__address",
+    "fee_structure__management_fee",
+    "fee_structure__performance_fee",
+)
+
+
+@functools.cache
+def _target_sql(vendor: str) -> str:
+    """The ORM's SQL of the target query, with one placeholder for the proxy address."""
+    query = Lat.objects.filter(proxy_address="").order_by().values_list(*_TARGET_COLUMNS).query
+    sql, params = query.sql_with_params()
+    if params != ("",):
+        raise RuntimeError(f"unexpected parameters {params!r} in the deposit target query")
+    return sql
+
+
+def deposit_target_get(*, address: str) -> DepositTarget:
+    """The LAT, its supported tokens and its fees in one query (LEFT JOINs), or a 404.
+
+    This is the hot path of both endpoints, so neither `lat_get` + `lat_fees` (model instances,
+    prefetches, three queries) nor a `values_list` compiled on every request: the ORM writes the
+    SQL once per process and each request only executes it, which saves most of the cost of the
+    read (bench/direct_restaking.py compares the build with the constant-JSON baseline).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(_target_sql(connection.vendor), [address])
+        rows = cursor.fetchall()
+    if not rows:
+        raise NotFound(f"No LAT at {address}.")
+    proxy_address, chain_id, _, management_fee, performance_fee = rows[0]
+    return DepositTarget(
+        proxy_address=proxy_address,
+        chain_id=int(chain_id),
+        tokens=frozenset(token.lower() for _, _, token, _, _ in rows if token),
+        management_fee=Decimal(str(management_fee or 0)),
+        performance_fee=Decimal(str(performance_fee or 0)),
+    )
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+def _is_address(value: Any) -> bool:
+    return isinstance(value, str) and _ADDRESS_RE.fullmatch(value) is not None
+
+
+def _address_message(field: str) -> str:
+    return f"{field} must be an address matching {ADDRESS_PATTERN}."
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def parse_path_address(value: str) -> str:
+    """The path's LAT address, checksummed; 422 when malformed."""
+    if not _is_address(value):
+        raise UnprocessableEntity(_address_message("address"))
+    return checksum(value)
+
+
+def _array(body: Mapping[str, Any], field: str, items: str, errors: list[str]) -> list | None:
+    if body.get(field) is None:
+        errors.append(f"{field} is required: an array of at least 1 {items}.")
+        return None
+    value = body[field]
+    if not isinstance(value, list):
+        errors.append(f"{field} must be an array of {items}, not {_json_type(value)}.")
+        return None
+    if not value:
+        errors.append(f"{field} must have at least 1 item.")
+        return None
+    return value
+
+
+def _assets(body: Mapping[str, Any], errors: list[str]) -> list[str | None] | None:
+    """Assets in lower case, None in place of each malformed one (already reported)."""
+    items = _array(body, "assets", "token addresses", errors)
+    if items is None:
+        return None
+    out: list[str | None] = []
+    for index, item in enumerate(items):
+        if _is_address(item):
+            out.append(item.lower())
+        else:
+            errors.append(_address_message(f"assets[{index}]"))
+            out.append(None)
+    return out
+
+
+def _amount(value: Any, field: str, errors: list[str]) -> int | None:
+    if not isinstance(value, str):
+        hint = (
+            " (a JSON number is refused: large integers lose precision in many clients; "
+            'send "1000000000000000000", not 1000000000000000000)'
+            if isinstance(value, int | float) and not isinstance(value, bool)
+            else f", not {_json_type(value)}"
+        )
+        errors.append(f"{field} must be a decimal integer string{hint}.")
+        return None
+    if not _AMOUNT_RE.fullmatch(value):
+        errors.append(f"{field} must be a decimal integer string matching {AMOUNT_PATTERN}.")
+        return None
+    digits = value.lstrip("0")
+    if not digits:
+        errors.append(f"{field} must be above zero.")
+        return None
+    if len(digits) > len(str(UINT256_MAX)) or int(digits) > UINT256_MAX:
+        errors.append(f"{field} must be below 2^256.")
+        return None
+    return int(digits)
+
+
+def _amounts(body: Mapping[str, Any], errors: list[str]) -> list[int] | None:
+    items = _array(body, "amounts", "decimal integer strings", errors)
+    if items is None:
+        return None
+    out: list[int] = []
+    for index, item in enumerate(items):
+        amount = _amount(item, f"amounts[{index}]", errors)
+        if amount is not None:
+            out.append(amount)
+    return out if len(out) == len(items) else None
+
+
+def _party(body: Mapping[str, Any], field: str, role: str, errors: list[str]) -> str:
+    value = body.get(field)
+    if value is None:
+        errors.append(f"{field} is required: {role}.")
+        return ""
+    if not _is_address(value):
+        errors.append(_address_message(field))
+        return ""
+    return value.lower()
+
+
+def deposit_request_parse(
+    *, address: str, body: Mapping[str, Any], with_sender: bool
+) -> DepositRequest:
+    """Validate a deposit (or simulate-deposit) request, in this order: the path address (422),
+    the LAT (404), then every body field at once (one 422 listing each problem with its field
+    and index). Unknown body members are ignored; repeated assets are allowed (the contract
+    deposits each entry separately)."""
+    if not isinstance(body, Mapping):
+        raise BadRequest("The request body must be a JSON object.")
+    lat = deposit_target_get(address=parse_path_address(address))
+
+    errors: list[str] = []
+    assets = _assets(body, errors)
+    if assets is not None:
+        for index, asset in enumerate(assets):
+            if asset is not None and asset not in lat.tokens:
+                errors.append(
+                    f"assets[{index}] ({checksum(asset)}) is not a token this LAT supports."
+                )
+    amounts = _amounts(body, errors)
+    if isinstance(body.get("assets"), list) and isinstance(body.get("amounts"), list):
+        n_assets, n_amounts = len(body["assets"]), len(body["amounts"])
+        if n_assets and n_amounts and n_assets != n_amounts:
+            errors.append(
+                f"assets and amounts must have the same length ({n_assets} assets, "
+                f"{n_amounts} amounts)."
+            )
+    receiver = _party(body, "receiver", "the address that receives the minted LAT", errors)
+    if receiver == ZERO_ADDRESS.lower():
+        errors.append("receiver must not be the zero address (minting to it reverts).")
+    sender = ""
+    if with_sender:
+        sender = _party(body, "sender", "the address that sends the deposit and is debited", errors)
+    if errors or assets is None or amounts is None:
+        raise UnprocessableEntity("; ".join(errors))
+    return DepositRequest(
+        lat=lat,
+        assets=tuple(a for a in assets if a is not None),
+        amounts=tuple(amounts),
+        receiver=receiver,
+        sender=sender,
+    )
+
+
+# --- build and simulate ---------------------------------------------------------------------
+
+
+def deposit_calldata(*, request: DepositRequest) -> str:
+    return Gateway.deposit_calldata(
+        assets=request.assets, amounts=request.amounts, receiver=request.receiver
+    )
+
+
+def deposit_build(*, request: DepositRequest) -> DepositTransaction:
+    """The unsigned deposit transaction; no node is called."""
+    return DepositTransaction(
+        to=request.lat.proxy_address,
+        data=deposit_calldata(request=request),
+        value="0x0",
+        chain_id=request.lat.chain_id,
+    )
+
+
+def deposit_simulate(*, request: DepositRequest) -> DepositSimulation:
+    """Run the deposit as eth_call from `sender` at the latest block (one JSON-RPC batch with
+    eth_estimateGas and eth_gasPrice). A revert is a result (`success=False`); a node that
+    cannot be reached is a 500 `ServiceError` with a message for the caller, logged here."""
+    lat = request.lat
+    try:
+        gateway = gateway_for(lat.chain_id)
+    except ChainUnavailable as exc:
+        logger.error("simulate-deposit %s: %s", lat.proxy_address, exc)
+        raise ServiceError(
+            f"Simulation is unavailable: the service has no chain node for chain {lat.chain_id}."
+        ) from exc
+    try:
+        simulation = gateway.simulate_deposit(
+            lat=lat.proxy_address, calldata=deposit_calldata(request=request), sender=request.sender
+        )
+    except ChainUnavailable as exc:
+        # The gateway's message names the failure, never the node's URL (it may hold a key).
+        logger.warning(
+            "simulate-deposit %s on chain %s: node unavailable: %s",
+            lat.proxy_address,
+            lat.chain_id,
+            exc,
+        )
+        raise ServiceError(NODE_UNREACHABLE) from exc
+    scale = Decimal(10) ** LAT_DECIMALS
+    return DepositSimulation(
+        success=simulation.success,
+        amounts=tuple(Decimal(shares) / scale for shares in simulation.shares),
+        reason=simulation.reason,
+        gas_limit=simulation.gas.gas_limit,
+        gas_price=simulation.gas.gas_price,
+        management_fee=lat.management_fee,
+        performance_fee=lat.performance_fee,
+    )

@@ -1,0 +1,573 @@
+"""The bench database: created, migrated and seeded once, then reused while it still matches.
+
+The world is small (4 LATs, 2-3 tokens each, staker nodes and operators, a year of daily
+snapshots) and is written through the ORM; the deposits (1,000,000 by default) are written by one
+`INSERT ... SELECT generate_series(...)` in PostgreSQL, ordered so that `seq` is the dense rank
+of (block_number, log_index, chain_id), oldest first, as deposits/models.py documents.
+
+Seeding is cached: when the database already holds this version's marker LATs and exactly the
+requested number of deposits with `seq` 1..N, nothing is written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import psycopg
+
+from bench.config import PYTHON, REPO, database_name, libpq_url, with_database
+
+# Bump when the seeded world changes: the marker addresses change with it, forcing a reseed.
+DATASET_VERSION = 1
+CHAIN_ID = 1
+FIRST_BLOCK = 20_000_000  # mainnet, early June 2024
+FIRST_BLOCK_AT = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
+ADDRESS_POOL = 20_000  # distinct depositor addresses
+BEACON_CHAIN_ETH = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
+WAD = 10**18
+
+# symbol: (name, decimals, unit price in ETH, base APY %, typical largest deposit in tokens)
+TOKENS: dict[str, tuple[str, int, Decimal, str, Decimal]] = {
+    "stETH": ("Liquid staked Ether 2.0", 18, Decimal("1.0"), "2.9", Decimal(32)),
+    "rETH": ("Rocket Pool ETH", 18, Decimal("1.12"), "2.7", Decimal(32)),
+    "cbETH": ("Coinbase Wrapped Staked ETH", 18, Decimal("1.09"), "3.0", Decimal(32)),
+    "ETHx": ("Stader ETHx", 18, Decimal("1.04"), "3.2", Decimal(32)),
+    "tBTC": ("tBTC v2", 18, Decimal("28.5"), "0", Decimal(2)),
+    "WBTC": ("Wrapped BTC", 8, Decimal("28.5"), "0", Decimal(2)),
+    "cbBTC": ("Coinbase Wrapped BTC", 8, Decimal("28.5"), "0", Decimal(2)),
+    "ARPA": ("ARPA Token", 18, Decimal("0.000012"), "0", Decimal(250_000)),
+    "stARPA": ("Staked ARPA", 18, Decimal("0.0000126"), "4.1", Decimal(250_000)),
+}
+
+
+@dataclass(frozen=True)
+class LatSpec:
+    symbol: str
+    name: str
+    base_symbol: str  # "ETH" for the beacon-chain unit, else a token of TOKENS
+    tokens: tuple[str, ...]
+    share: float  # fraction of all deposits
+    nodes: int
+    avs_name: str
+
+
+LATS = (
+    LatSpec("lEDA", "Liquid EigenDA", "ETH", ("stETH", "rETH", "cbETH"), 0.45, 12, "EigenDA"),
+    LatSpec("lLGR", "Liquid Lagrange BTC", "tBTC", ("tBTC", "WBTC", "cbBTC"), 0.20, 6, "Lagrange"),
+    LatSpec("lEORA", "Liquid eOracle", "ETH", ("stETH", "ETHx"), 0.20, 8, "eOracle"),
+    LatSpec("lARPA", "Liquid ARPA Network", "ARPA", ("ARPA", "stARPA"), 0.15, 4, "ARPA Network"),
+)
+OPERATORS = 16
+
+
+def address(tag: str) -> str:
+    """A deterministic, EIP-55 checksummed address for a tag."""
+    from eth_utils import to_checksum_address
+
+    digest = hashlib.sha256(f"lat-bench-v{DATASET_VERSION}:{tag}".encode()).hexdigest()
+    return to_checksum_address("0x" + digest[:40])
+
+
+def marker_addresses() -> list[str]:
+    return [address(f"lat:{spec.symbol}:proxy") for spec in LATS]
+
+
+@dataclass
+class Dataset:
+    db_url: str
+    deposits: int
+    lats: list[dict[str, str]] = field(default_factory=list)  # symbol, proxy_address
+    seeded_now: bool = False
+    seed_seconds: float = 0.0
+
+    @property
+    def primary_lat(self) -> str:
+        return self.lats[0]["proxy_address"]
+
+
+# --- database -------------------------------------------------------------------------------
+
+
+def _maintenance_url(db_url: str) -> str:
+    return libpq_url(with_database(db_url, "postgres"))
+
+
+def ensure_database(db_url: str, *, recreate: bool = False) -> None:
+    """Create the bench database if missing (drop it first when asked)."""
+    name = database_name(db_url)
+    if not name.endswith("_bench") and recreate:
+        raise SystemExit(f"bench: refusing to drop {name!r}: its name does not end in _bench.")
+    with psycopg.connect(_maintenance_url(db_url), autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if exists and recreate:
+            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+            exists = None
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def migrate(db_url: str, env: dict[str, str]) -> None:
+    result = subprocess.run(
+        [PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=REPO,
+        env={**env, "DATABASE_URL": db_url},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"bench: migrate failed on {db_url}:\n{result.stdout}{result.stderr}")
+
+
+def _seeded(db_url: str, deposits: int) -> list[dict[str, str]] | None:
+    """The marker LATs if the database holds exactly this data set, else None."""
+    markers = marker_addresses()
+    try:
+        with psycopg.connect(libpq_url(db_url)) as conn:
+            rows = conn.execute(
+                "SELECT symbol, proxy_address FROM lats_lat WHERE proxy_address = ANY(%s)",
+                [markers],
+            ).fetchall()
+            if len(rows) != len(markers):
+                return None
+            count, low, high = conn.execute(
+                "SELECT count(*), min(seq), max(seq) FROM deposits_deposit"
+            ).fetchone()
+    except psycopg.errors.UndefinedTable:
+        return None
+    if count != deposits or low != 1 or high != deposits:
+        return None
+    by_address = {proxy: symbol for symbol, proxy in rows}
+    return [{"symbol": by_address[a], "proxy_address": a} for a in markers]
+
+
+def _has_rows(db_url: str) -> bool:
+    with psycopg.connect(libpq_url(db_url)) as conn:
+        return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM lats_lat)").fetchone()[0])
+
+
+def migration_files() -> dict[str, str]:
+    """The project's migration files and a hash of each."""
+    return {
+        str(path.relative_to(REPO)): hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        for path in sorted(REPO.glob("*/migrations/[0-9]*.py"))
+    }
+
+
+def _recorded_migrations(db_url: str) -> dict[str, str] | None:
+    """The migration files the database was last migrated with (a comment on the database)."""
+    with psycopg.connect(_maintenance_url(db_url)) as conn:
+        row = conn.execute(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
+            [database_name(db_url)],
+        ).fetchone()
+    try:
+        return json.loads(row[0]) if row and row[0] else None
+    except ValueError:
+        return None
+
+
+def _record_migrations(db_url: str) -> None:
+    comment = json.dumps(migration_files(), sort_keys=True).replace("'", "''")
+    with psycopg.connect(_maintenance_url(db_url), autocommit=True) as conn:
+        conn.execute(f"COMMENT ON DATABASE \"{database_name(db_url)}\" IS '{comment}'")
+
+
+def _migrations_rewritten(db_url: str) -> list[str]:
+    """Migrations applied to the database whose files changed since (edited in place)."""
+    recorded = _recorded_migrations(db_url)
+    if recorded is None:
+        # Migrated by something else, or before the bench recorded what it ran: unknown.
+        with psycopg.connect(libpq_url(db_url)) as conn:
+            migrated = conn.execute("SELECT to_regclass('django_migrations')").fetchone()[0]
+        return ["not recorded"] if migrated else []
+    current = migration_files()
+    return [name for name, digest in recorded.items() if current.get(name) != digest]
+
+
+def prepare(db_url: str, env: dict[str, str], *, deposits: int, reseed: bool, log=print) -> Dataset:
+    """Make the bench database hold the data set; seed it only when it does not already.
+
+    New migrations are applied to the seeded data; a migration edited in place since the
+    database was migrated (which `migrate` would not notice) makes the database start afresh.
+    """
+    ensure_database(db_url, recreate=reseed)
+    rewritten = _migrations_rewritten(db_url)
+    if rewritten:
+        log(f"dataset: migrations changed in place ({', '.join(rewritten)}); recreating")
+        ensure_database(db_url, recreate=True)
+    migrate(db_url, env)
+    _record_migrations(db_url)
+    lats = _seeded(db_url, deposits)
+    if lats is not None:
+        log(f"dataset: {database_name(db_url)} already seeded ({deposits:,} deposits), reused")
+        return Dataset(db_url=db_url, deposits=deposits, lats=lats)
+    if _has_rows(db_url):
+        log(f"dataset: {database_name(db_url)} holds another data set; recreating it")
+        ensure_database(db_url, recreate=True)
+        migrate(db_url, env)
+    started = time.monotonic()
+    seed(db_url, deposits=deposits, log=log)
+    lats = _seeded(db_url, deposits)
+    if lats is None:
+        raise SystemExit("bench: seeding finished but the data set does not check out.")
+    elapsed = time.monotonic() - started
+    log(f"dataset: seeded {deposits:,} deposits in {elapsed:.1f} s")
+    return Dataset(
+        db_url=db_url, deposits=deposits, lats=lats, seeded_now=True, seed_seconds=elapsed
+    )
+
+
+# --- seeding --------------------------------------------------------------------------------
+
+
+def _django(db_url: str) -> None:
+    """Set Django up on the bench database (this process only)."""
+    os.environ["DATABASE_URL"] = db_url
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "latsite.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    configured = settings.DATABASES["default"]["NAME"]
+    if configured != database_name(db_url):
+        raise SystemExit(f"bench: Django is already set up on {configured!r}, not the bench DB.")
+
+
+def _unit_eth_price(spec: LatSpec) -> Decimal:
+    return Decimal(1) if spec.base_symbol == "ETH" else TOKENS[spec.base_symbol][2]
+
+
+def _seed_world(deposits: int) -> list[dict]:
+    """AVSs, tokens, LATs and their tokens, fees, operators, nodes, snapshots (ORM)."""
+    from django.db import transaction
+
+    from deposits.models import DepositCheckpoint
+    from lats.models import Avs, FeeStructure, Lat, LatToken, Token
+    from metrics.models import MetricSnapshot
+    from operators.models import NodeAsset, Operator, OperatorAvsSplit, StakerNode
+
+    seeded: list[dict] = []
+    with transaction.atomic():
+        tokens = {
+            symbol: Token.objects.create(
+                chain_id=CHAIN_ID,
+                address=address(f"token:{symbol}"),
+                symbol=symbol,
+                name=name,
+                decimals=decimals,
+                ref_id=1000 + i,
+                base_apy=Decimal(apy),
+            )
+            for i, (symbol, (name, decimals, _, apy, _)) in enumerate(TOKENS.items())
+        }
+        operators = [
+            Operator.objects.create(
+                chain_id=CHAIN_ID,
+                address=address(f"operator:{i}"),
+                metadata_name=f"Operator {i:02d}" if i % 4 else "",
+                metadata_website=f"https://operator{i}.example" if i % 3 else "",
+            )
+            for i in range(OPERATORS)
+        ]
+        day0 = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
+        for n, spec in enumerate(LATS):
+            avs = Avs.objects.create(
+                chain_id=CHAIN_ID,
+                address=address(f"avs:{spec.avs_name}"),
+                metadata_name=spec.avs_name,
+                metadata_description=f"{spec.avs_name}, an actively validated service.",
+                metadata_website=f"https://{spec.avs_name.lower().replace(' ', '')}.example",
+                metadata_logo="https://avs.example/logo.png",
+                metadata_social="https://x.com/avs",
+                tags=["restaking", "avs"],
+                metadata_token_address=(
+                    tokens[spec.base_symbol].address if spec.base_symbol in tokens else None
+                ),
+            )
+            unit_eth = _unit_eth_price(spec)
+            total_supply = 50_000 * WAD // max(1, int(unit_eth * 10))
+            lat = Lat.objects.create(
+                chain_id=CHAIN_ID,
+                proxy_address=address(f"lat:{spec.symbol}:proxy"),
+                implementation_address=address(f"lat:{spec.symbol}:impl"),
+                name=f"{spec.name} [bench v{DATASET_VERSION}]",
+                symbol=spec.symbol,
+                avs=avs,
+                base_asset=(
+                    BEACON_CHAIN_ETH
+                    if spec.base_symbol == "ETH"
+                    else tokens[spec.base_symbol].address
+                ),
+                base_asset_symbol=spec.base_symbol,
+                max_nodes=spec.nodes + 4,
+                deployment_block=FIRST_BLOCK - 1000,
+                contract_deployments={
+                    "implementation": {
+                        name: address(f"lat:{spec.symbol}:impl:{name}")
+                        for name in ("liquidToken", "liquidTokenManager", "stakerNodeCoordinator")
+                    },
+                    "proxy": {
+                        name: address(f"lat:{spec.symbol}:proxy:{name}")
+                        for name in ("liquidToken", "liquidTokenManager", "stakerNodeCoordinator")
+                    },
+                },
+                delegation_manager=address("eigenlayer:delegationManager"),
+                strategy_manager=address("eigenlayer:strategyManager"),
+                rewards_coordinator=address("eigenlayer:rewardsCoordinator"),
+                avs_directory=address("eigenlayer:avsDirectory"),
+                total_assets=total_supply * 1023 // 1000,
+                total_supply=total_supply,
+                unit_eth_price=int(unit_eth * WAD),
+                apys={
+                    window: {
+                        "apy": f"{2.0 + n * 0.4 + w * 0.05:.4f}",
+                        "baseApy": "2.9",
+                        "nativeApy": f"{0.3 + w * 0.01:.4f}",
+                        "totalApy": f"{4.9 + n * 0.4 + w * 0.05:.4f}",
+                    }
+                    for w, window in enumerate(
+                        (
+                            "current",
+                            "avg30d",
+                            "trailing7d",
+                            "trailing30d",
+                            "trailing3m",
+                            "trailing6m",
+                            "trailing1y",
+                        )
+                    )
+                },
+                state_block=FIRST_BLOCK + 2_700_000,
+            )
+            FeeStructure.objects.create(
+                lat=lat, management_fee=Decimal("1.5"), performance_fee=Decimal("10")
+            )
+            links = []
+            for k, symbol in enumerate(spec.tokens):
+                _, decimals, eth_price, _, _ = TOKENS[symbol]
+                links.append(
+                    LatToken.objects.create(
+                        lat=lat,
+                        token=tokens[symbol],
+                        strategy_address=address(f"strategy:{symbol}"),
+                        volatility_threshold=5 * 10**16,
+                        price_per_unit=int(eth_price / unit_eth * WAD),
+                        decimals=decimals,
+                        balance=(k + 3) * 37 * 10**decimals,
+                        queued_balance=(k + 1) * 5 * 10**decimals,
+                    )
+                )
+            for i in range(spec.nodes):
+                operator = None if i == spec.nodes - 1 else operators[(n * 5 + i) % OPERATORS]
+                node = StakerNode.objects.create(
+                    lat=lat,
+                    address=address(f"lat:{spec.symbol}:node:{i}"),
+                    node_id=i,
+                    operator=operator,
+                    created_at_block=FIRST_BLOCK + i * 1000,
+                    created_at=FIRST_BLOCK_AT + dt.timedelta(hours=i),
+                    updated_at_block=FIRST_BLOCK + 2_000_000 + i,
+                    updated_at=FIRST_BLOCK_AT + dt.timedelta(days=300, hours=i),
+                )
+                NodeAsset.objects.bulk_create(
+                    NodeAsset(
+                        node=node,
+                        token=link.token,
+                        strategy_address=link.strategy_address,
+                        core_shares=(i + k + 1) * 91 * 10**link.decimals,
+                        staked_amount=(i + k + 1) * 93 * 10**link.decimals,
+                    )
+                    for k, link in enumerate(links)
+                )
+                if operator is not None and i % 2 == 0:
+                    OperatorAvsSplit.objects.get_or_create(
+                        operator=operator, avs=avs, defaults={"split_bips": 500 + 100 * (i % 5)}
+                    )
+            DepositCheckpoint.objects.create(
+                lat=lat, block_number=FIRST_BLOCK + 2_700_000, block_hash="0x" + "ab" * 32
+            )
+            MetricSnapshot.objects.bulk_create(
+                MetricSnapshot(
+                    lat=lat,
+                    timestamp=day0 + dt.timedelta(days=d),
+                    block_number=FIRST_BLOCK + 1_400_000 + d * 7200,
+                    total_assets=total_supply * (1000 + d // 16) // 1000,
+                    total_supply=total_supply,
+                    total_tvl_eth=Decimal(40_000 + d * 25),
+                    staked_tvl_eth=Decimal(30_000 + d * 20),
+                    unstaked_tvl_eth=Decimal(10_000 + d * 5),
+                    apy=Decimal("2.5"),
+                    base_apy=Decimal("2.9"),
+                    native_apy=Decimal("0.3"),
+                    total_apy=Decimal("5.4"),
+                    total_users=int(deposits * spec.share * (d + 1) / 2000),
+                )
+                for d in range(365)
+            )
+            seeded.append(
+                {
+                    "lat_id": lat.id,
+                    "spec": spec,
+                    "links": [(link, TOKENS[link.token.symbol][4]) for link in links],
+                }
+            )
+    return seeded
+
+
+DEPOSITS_SQL = """
+INSERT INTO deposits_deposit (
+    lat_id, chain_id, seq, tx_hash, log_index, block_number, block_hash, created_at, kind,
+    sender, receiver, asset, amount, shares
+)
+WITH raw AS (
+    SELECT g, random() AS r_lat, random() AS r_tok, random() AS r_snd, random() AS r_rcv,
+           random() AS r_own, random() AS r_blk, random() AS r_log, random() AS r_amt,
+           random() AS r_px, random() AS r_kind
+    FROM generate_series(0, {n} - 1) AS g
+), keyed AS (
+    SELECT raw.*, l.lat_id, l.chain_id, l.pos, l.ntokens,
+           -- ~2.6 blocks a deposit on average; a block now and then holds two deposits
+           {first_block} + floor(g * 2.6 + r_blk * 4)::bigint AS block_number,
+           -- distinct for the (at most adjacent) deposits that share a block
+           (g % 7) * 40 + floor(r_log * 40)::int AS log_index
+    FROM raw JOIN bench_lat l ON raw.r_lat >= l.lo AND raw.r_lat < l.hi
+), ranked AS (
+    SELECT k.*, row_number() OVER (ORDER BY block_number, log_index, chain_id) AS seq
+    FROM keyed k
+)
+SELECT k.lat_id, k.chain_id, k.seq,
+       '0x' || md5('tx' || k.g) || md5('xt' || k.g),
+       k.log_index, k.block_number,
+       '0x' || md5('b' || k.block_number) || md5('h' || k.block_number),
+       timestamptz '{first_at}' + (k.block_number - {first_block}) * interval '12 seconds',
+       CASE WHEN k.r_kind < 0.03 THEN 'Deposit' ELSE 'AssetDeposited' END,
+       s.address,
+       CASE WHEN k.r_own < 0.85 THEN s.address ELSE r.address END,
+       a.address,
+       amt.amount,
+       floor(amt.amount * a.unit_factor * (0.95 + 0.05 * k.r_px)::numeric)
+FROM ranked k
+JOIN bench_asset a ON a.pos = k.pos AND a.k = LEAST(floor(k.r_tok * k.ntokens)::int, k.ntokens - 1)
+-- a few heavy depositors and a long tail
+JOIN bench_addr s ON s.idx = floor({pool} * power(k.r_snd, 3))::int
+JOIN bench_addr r ON r.idx = floor({pool} * k.r_rcv)::int
+CROSS JOIN LATERAL (
+    SELECT floor((0.001 + power(k.r_amt, 4)::numeric * a.max_whole) * a.one)::numeric AS amount
+) amt
+ORDER BY k.seq
+"""
+
+
+def _drop_secondary(conn: psycopg.Connection, table: str) -> list[str]:
+    """Drop a table's indexes and constraints but its primary key; returns how to rebuild them."""
+    constraints = conn.execute(
+        "SELECT conname, pg_get_constraintdef(oid), conindid FROM pg_constraint"
+        " WHERE conrelid = %s::regclass AND contype IN ('u', 'f')",
+        [table],
+    ).fetchall()
+    backing = {indid for _, _, indid in constraints if indid}
+    indexes = conn.execute(
+        "SELECT i.indexrelid, c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i"
+        " JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid = %s::regclass AND NOT i.indisprimary",
+        [table],
+    ).fetchall()
+    rebuild: list[str] = []
+    for name, definition, _ in constraints:
+        conn.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
+        rebuild.append(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}')
+    for oid, name, definition in indexes:
+        if oid in backing:
+            continue
+        conn.execute(f'DROP INDEX "{name}"')
+        rebuild.append(definition)
+    return rebuild
+
+
+def _seed_deposits(db_url: str, world: list[dict], deposits: int, log) -> None:
+    with psycopg.connect(libpq_url(db_url)) as conn:
+        conn.execute("SET synchronous_commit = off")
+        conn.execute("SET work_mem = '256MB'")
+        conn.execute("SET maintenance_work_mem = '512MB'")
+        conn.execute("CREATE TEMP TABLE bench_addr (idx int PRIMARY KEY, address varchar(42))")
+        with conn.cursor().copy("COPY bench_addr (idx, address) FROM STDIN") as copy:
+            for i in range(ADDRESS_POOL + 1):
+                copy.write_row((i, address(f"user:{i}")))
+        conn.execute(
+            "CREATE TEMP TABLE bench_lat (pos int PRIMARY KEY, lat_id bigint, chain_id bigint,"
+            " lo float8, hi float8, ntokens int)"
+        )
+        conn.execute(
+            "CREATE TEMP TABLE bench_asset (pos int, k int, address varchar(42),"
+            " max_whole numeric, one numeric, unit_factor numeric, PRIMARY KEY (pos, k))"
+        )
+        low = 0.0
+        for pos, item in enumerate(world):
+            spec: LatSpec = item["spec"]
+            high = 1.0 if pos == len(world) - 1 else low + spec.share
+            conn.execute(
+                "INSERT INTO bench_lat VALUES (%s, %s, %s, %s, %s, %s)",
+                [pos, item["lat_id"], CHAIN_ID, low, high, len(item["links"])],
+            )
+            low = high
+            for k, (link, max_whole) in enumerate(item["links"]):
+                # shares (1e18) per smallest token unit: to the unit of account, 1:1 supply
+                unit_factor = Decimal(10) ** (18 - link.decimals) * Decimal(link.price_per_unit)
+                conn.execute(
+                    "INSERT INTO bench_asset VALUES (%s, %s, %s, %s, %s, %s)",
+                    [
+                        pos,
+                        k,
+                        link.token.address,
+                        max_whole,
+                        10**link.decimals,
+                        unit_factor / WAD,
+                    ],
+                )
+        conn.execute("ANALYZE bench_addr")
+        conn.execute("ANALYZE bench_lat")
+        conn.execute("ANALYZE bench_asset")
+        conn.execute("SELECT setseed(0.4242)")
+        started = time.monotonic()
+        # Bulk-load practice: drop the secondary indexes and constraints, insert, rebuild them
+        # (one sort each instead of a million index insertions), all in one transaction.
+        rebuild = _drop_secondary(conn, "deposits_deposit")
+        conn.execute(
+            DEPOSITS_SQL.format(
+                n=int(deposits),
+                first_block=FIRST_BLOCK,
+                first_at=FIRST_BLOCK_AT.isoformat(),
+                pool=ADDRESS_POOL,
+            )
+        )
+        inserted = time.monotonic()
+        for statement in rebuild:
+            conn.execute(statement)
+        conn.commit()
+        log(
+            f"dataset: inserted {deposits:,} deposits in {inserted - started:.1f} s, "
+            f"rebuilt {len(rebuild)} indexes and constraints in {time.monotonic() - inserted:.1f} s"
+        )
+    with psycopg.connect(libpq_url(db_url), autocommit=True) as conn:
+        started = time.monotonic()
+        # What autovacuum would have done by now in production: statistics and a visibility map.
+        conn.execute("VACUUM (ANALYZE) deposits_deposit")
+        conn.execute("ANALYZE")
+        log(f"dataset: VACUUM ANALYZE in {time.monotonic() - started:.1f} s")
+
+
+def seed(db_url: str, *, deposits: int, log=print) -> None:
+    _django(db_url)
+    started = time.monotonic()
+    world = _seed_world(deposits)
+    log(f"dataset: world (LATs, tokens, nodes, operators) in {time.monotonic() - started:.1f} s")
+    _seed_deposits(db_url, world, deposits, log)

@@ -50,12 +50,12 @@ def ceiling(rpc: str, lat: str, start: int, head: int, span: int) -> tuple[int, 
             timeout=300,
         ).json()
         for log in response["result"]:
-            sender, receiver, asset = (
+            parties = [
                 to_checksum_address(abi_decode(["address"], bytes.fromhex(t[2:]))[0])
                 for t in log["topics"][1:4]
-            )
-            amount, shares = abi_decode(["uint256", "uint256"], bytes.fromhex(log["data"][2:]))
-            decoded += 1
+            ]
+            values = abi_decode(["uint256", "uint256"], bytes.fromhex(log["data"][2:]))
+            decoded += len(parties) == 3 and len(values) == 2
         block = end + 1
     return decoded, time.perf_counter() - began
 

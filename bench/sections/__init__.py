@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.context import Context, SectionResult
 from bench import direct_restaking
+from bench.context import Context, SectionResult
 from bench.sections import api, indexing
 
 

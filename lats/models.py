@@ -190,14 +190,22 @@ class Lat(models.Model):
 
     @property
     def group(self) -> str:
+        return self.group_of(
+            base_asset=self.base_asset,
+            base_asset_symbol=self.base_asset_symbol,
+            group_override=self.group_override,
+        )
+
+    @classmethod
+    def group_of(cls, *, base_asset: str, base_asset_symbol: str, group_override: str) -> str:
         """Token-type group: staff override, else the rule of decisions.md."""
-        if self.group_override:
-            return self.group_override
-        if self.base_asset.lower() == BEACON_CHAIN_ETH.lower():
-            return self.Group.ETH
-        if "BTC" in self.base_asset_symbol.upper():
-            return self.Group.BTC
-        return self.Group.NATIVE
+        if group_override:
+            return group_override
+        if base_asset.lower() == BEACON_CHAIN_ETH.lower():
+            return cls.Group.ETH
+        if "BTC" in base_asset_symbol.upper():
+            return cls.Group.BTC
+        return cls.Group.NATIVE
 
 
 class LatToken(models.Model):

@@ -47,11 +47,187 @@ def lat_get(*, address: str) -> Lat:
     return lat
 
 
-def lat_grouped(lats) -> dict[str, list[Lat]]:
-    groups: dict[str, list[Lat]] = {choice: [] for choice in Lat.Group.values}
-    for lat in lats:
-        groups.setdefault(lat.group, []).append(lat)
+# --- LAT records: the hot reads (endpoints 1 and 2), plain rows in two queries -------------
+
+
+@dataclass(frozen=True)
+class TokenLink:
+    """A supported token of a LAT, as the read endpoints and the TVL need it."""
+
+    lat_id: int
+    token_id: int
+    address: str
+    symbol: str
+    strategy_address: str
+    volatility_threshold: Decimal
+    price_per_unit: Decimal
+    decimals: int
+    balance: Decimal
+    queued_balance: Decimal
+    base_apy: Decimal
+    ref_id: int
+
+
+@dataclass(frozen=True)
+class LatRecord:
+    id: int
+    proxy_address: str
+    implementation_address: str
+    name: str
+    symbol: str
+    avs_id: int
+    avs_address: str
+    chain_id: int
+    max_nodes: int
+    contract_deployments: dict
+    base_asset: str
+    base_asset_symbol: str
+    group_override: str
+    unit_eth_price: Decimal
+    total_assets: Decimal
+    total_supply: Decimal
+    apys: dict
+    tokens: list[TokenLink]
+
+    @property
+    def group(self) -> str:
+        return Lat.group_of(
+            base_asset=self.base_asset,
+            base_asset_symbol=self.base_asset_symbol,
+            group_override=self.group_override,
+        )
+
+
+_LAT_COLUMNS = (
+    "id",
+    "proxy_address",
+    "implementation_address",
+    "name",
+    "symbol",
+    "avs_id",
+    "avs__address",
+    "chain_id",
+    "max_nodes",
+    "contract_deployments",
+    "base_asset",
+    "base_asset_symbol",
+    "group_override",
+    "unit_eth_price",
+    "total_assets",
+    "total_supply",
+    "apys",
+)
+_LINK_COLUMNS = (
+    "lat_id",
+    "token_id",
+    "token__address",
+    "token__symbol",
+    "strategy_address",
+    "volatility_threshold",
+    "price_per_unit",
+    "decimals",
+    "balance",
+    "queued_balance",
+    "token__base_apy",
+    "token__ref_id",
+)
+
+
+def token_links(*, lat_ids: list[int] | None = None) -> dict[int, list[TokenLink]]:
+    """lat id -> its tokens, in token address order (one query)."""
+    links = LatToken.objects.order_by("lat_id", "token__address")
+    if lat_ids is not None:
+        links = links.filter(lat_id__in=lat_ids)
+    out: dict[int, list[TokenLink]] = {}
+    for row in links.values_list(*_LINK_COLUMNS):
+        out.setdefault(row[0], []).append(TokenLink(*row))
+    return out
+
+
+def lat_records(*, address: str | None = None) -> list[LatRecord]:
+    """Every LAT (or the one at `address`) with its tokens, in chain id, address order."""
+    lats = Lat.objects.order_by("chain_id", "proxy_address")
+    if address is not None:
+        lats = lats.filter(proxy_address=address)
+    rows = list(lats.values_list(*_LAT_COLUMNS))
+    if not rows:
+        return []
+    links = token_links(lat_ids=[row[0] for row in rows] if address is not None else None)
+    return [LatRecord(*row, tokens=links.get(row[0], [])) for row in rows]
+
+
+def lat_record(*, address: str) -> LatRecord:
+    records = lat_records(address=address)
+    if not records:
+        raise NotFound(f"No LAT at {address}.")
+    return records[0]
+
+
+def token_document(link: TokenLink) -> dict:
+    return {
+        "address": link.address,
+        "strategyAddress": link.strategy_address,
+        "volatilityThreshold": str(int(link.volatility_threshold)),
+        "pricePerUnit": str(int(link.price_per_unit)),
+        "decimals": link.decimals,
+    }
+
+
+def lat_document(record: LatRecord) -> dict:
+    """The LAT resource of interface.md (LatSerializer's shape)."""
+    deployments = record.contract_deployments or {}
+    return {
+        "proxyAddress": record.proxy_address,
+        "implementationAddress": record.implementation_address,
+        "name": record.name,
+        "symbol": record.symbol,
+        "avsAddress": record.avs_address,
+        "chainId": record.chain_id,
+        "maxNodes": record.max_nodes,
+        "contractDeployments": {
+            "implementation": dict(deployments.get("implementation") or {}),
+            "proxy": dict(deployments.get("proxy") or {}),
+        },
+        "tokens": [token_document(link) for link in record.tokens],
+    }
+
+
+def lat_documents_grouped(records: list[LatRecord]) -> dict[str, list[dict]]:
+    groups: dict[str, list[dict]] = {choice: [] for choice in Lat.Group.values}
+    for record in records:
+        groups.setdefault(record.group, []).append(lat_document(record))
     return groups
+
+
+def tvl_document(tvl: Tvl) -> dict:
+    return {
+        "tvl": float(tvl.tvl),
+        "unstakedTvl": float(tvl.unstaked_tvl),
+        "stakedTvl": float(tvl.staked_tvl),
+        "queuedTvl": float(tvl.queued_tvl),
+        "tvlAssets": {k: float(v) for k, v in tvl.tvl_assets.items()},
+        "tvlAssetsEth": {k: float(v) for k, v in tvl.tvl_assets_eth.items()},
+    }
+
+
+_CURATED = {
+    "avsAddress": "address",
+    "metadataName": "metadata_name",
+    "metadataDescription": "metadata_description",
+    "metadataCommunityChat": "metadata_community_chat",
+    "metadataLogo": "metadata_logo",
+    "metadataMessaging": "metadata_messaging",
+    "metadataWebsite": "metadata_website",
+    "metadataSocial": "metadata_social",
+    "metadataCode": "metadata_code",
+    "metadataTokenAddress": "metadata_token_address",
+    "tags": "tags",
+}
+
+
+def curated_metadata(*, avs_id: int) -> dict:
+    row = Avs.objects.filter(id=avs_id).values_list(*_CURATED.values()).get()
+    return dict(zip(_CURATED, row, strict=True))
 
 
 def token_list_with_lats() -> QuerySet[Token]:
@@ -87,7 +263,7 @@ def to_eth(lat: Lat, link: LatToken, amount: Decimal) -> Decimal:
     return in_unit * unit_eth_price(lat) / WAD
 
 
-def staked_amounts(*, lat: Lat) -> dict[int, Decimal]:
+def staked_amounts(*, lat_id: int) -> dict[int, Decimal]:
     """token id -> amount staked in the LAT's nodes, token units.
 
     Summed here, not with SUM(): uint256 values overflow SQLite's 64-bit SUM.
@@ -95,7 +271,7 @@ def staked_amounts(*, lat: Lat) -> dict[int, Decimal]:
     from operators.models import NodeAsset
 
     totals: dict[int, Decimal] = {}
-    rows = NodeAsset.objects.filter(node__lat=lat).values_list("token_id", "staked_amount")
+    rows = NodeAsset.objects.filter(node__lat_id=lat_id).values_list("token_id", "staked_amount")
     for token_id, amount in rows:
         totals[token_id] = totals.get(token_id, Decimal(0)) + Decimal(amount)
     return totals
@@ -111,14 +287,14 @@ class Tvl:
     tvl_assets_eth: dict[str, Decimal] = field(default_factory=dict)
 
 
-def lat_tvl(*, lat: Lat) -> Tvl:
+def lat_tvl(*, lat: Lat | LatRecord, links: list[TokenLink]) -> Tvl:
     """TVL from stored balances and node shares (decisions.md, Values)."""
-    staked = staked_amounts(lat=lat)
+    staked = staked_amounts(lat_id=lat.id)
     unstaked_eth = staked_eth = queued_eth = Decimal(0)
     assets: dict[str, Decimal] = {}
     assets_eth: dict[str, Decimal] = {}
-    for link in lat.lat_tokens.all():
-        symbol = link.token.symbol
+    for link in links:
+        symbol = link.symbol
         staked_amount = staked.get(link.token_id, Decimal(0))
         total = Decimal(link.balance) + Decimal(link.queued_balance) + staked_amount
         assets[symbol] = total / (Decimal(10) ** link.decimals)
@@ -136,7 +312,7 @@ def lat_tvl(*, lat: Lat) -> Tvl:
     )
 
 
-def lat_apys(*, lat: Lat) -> dict[str, dict[str, str]]:
+def lat_apys(*, lat: Lat | LatRecord) -> dict[str, dict[str, str]]:
     """Stored APY windows, every window and member present ("0" where nothing is known)."""
     stored = lat.apys or {}
     return {

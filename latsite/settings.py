@@ -84,7 +84,8 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'db.sqlite3'}"),
 }
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
-DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Off by default: a health check is one more round trip on every request.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DB_CONN_HEALTH_CHECKS", default=False)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Cache and shared counters: Redis when REDIS_URL is set, local memory otherwise.

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from deposits.models import Deposit
 from lats.models import Lat
-from lats.selectors import APY_WINDOWS, WAD, lat_exchange_rate_unit, lat_tvl
+from lats.selectors import APY_WINDOWS, WAD, lat_exchange_rate_unit, lat_tvl, token_links
 from metrics.models import MetricSnapshot
 
 WINDOWS = {
@@ -41,14 +41,14 @@ def _native_apy(now: datetime, rate_now: Decimal, then: MetricSnapshot | None) -
     return (rate_now / rate_then - 1) * YEAR / elapsed * 100
 
 
-def _base_apy(lat: Lat, tvl) -> Decimal:
+def _base_apy(links, tvl) -> Decimal:
     """TVL-weighted staking yield of the LAT's tokens (Token.base_apy, set in admin)."""
     total = tvl.tvl
     if not total:
         return Decimal(0)
     weighted = Decimal(0)
-    for link in lat.lat_tokens.all():
-        weighted += tvl.tvl_assets_eth.get(link.token.symbol, Decimal(0)) * link.token.base_apy
+    for link in links:
+        weighted += tvl.tvl_assets_eth.get(link.symbol, Decimal(0)) * link.base_apy
     return weighted / total
 
 
@@ -73,12 +73,13 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
     """
     now = at or timezone.now()
     hour = now.replace(minute=0, second=0, microsecond=0)
-    lat = Lat.objects.prefetch_related("lat_tokens__token").get(pk=lat.pk)
-    tvl = lat_tvl(lat=lat)
+    lat = Lat.objects.get(pk=lat.pk)
+    links = token_links(lat_ids=[lat.id]).get(lat.id, [])
+    tvl = lat_tvl(lat=lat, links=links)
     rate_now = lat_exchange_rate_unit(lat)
     history = MetricSnapshot.objects.filter(lat=lat).exclude(timestamp=hour)
     apys: dict[str, dict[str, str]] = {}
-    base = _base_apy(lat, tvl)
+    base = _base_apy(links, tvl)
     for window, span in WINDOWS.items():
         then = history.filter(timestamp__gte=now - span).order_by("timestamp").first()
         native = _native_apy(now, rate_now, then)

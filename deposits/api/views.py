@@ -6,7 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from deposits import selectors
-from deposits.api.serializers import DepositListSerializer, DepositSerializer
+from deposits.api.serializers import DepositListSerializer
 from latsite.api.params import ADDRESS_PATTERN, parse_address, parse_int
 from latsite.api.schema import error_responses
 
@@ -71,7 +71,7 @@ class DepositListView(APIView):
         page = selectors.deposit_page(skip=skip, take=take, filters=filters)
         return Response(
             {
-                "data": DepositSerializer(page.rows, many=True).data,
+                "data": page.rows,  # already in DepositSerializer's shape
                 "meta": {"total": page.total, "skip": skip, "take": take},
             }
         )

@@ -42,12 +42,10 @@ class LatListView(APIView):
     )
     def get(self, request):
         grouped = parse_toggle(request.query_params, "withGrouping")
-        lats = list(selectors.lat_list())
+        records = selectors.lat_records()
         if grouped:
-            groups = selectors.lat_grouped(lats)
-            data = {key: s.LatSerializer(items, many=True).data for key, items in groups.items()}
-            return Response({"data": data})
-        return Response({"data": s.LatSerializer(lats, many=True).data})
+            return Response({"data": selectors.lat_documents_grouped(records)})
+        return Response({"data": [selectors.lat_document(record) for record in records]})
 
 
 class LatDetailView(APIView):
@@ -74,17 +72,24 @@ class LatDetailView(APIView):
         with_tvl = parse_toggle(params, "withTvl")
         with_metadata = parse_toggle(params, "withCuratedMetadata")
         with_rewards = parse_toggle(params, "withRewards")
-        lat = selectors.lat_get(address=address)
-        include: list[str] = []
+        lat = selectors.lat_record(address=address)
+        document = selectors.lat_document(lat)
+        document["assets"] = [
+            {
+                "asset": link.address,
+                "balance": str(int(link.balance)),
+                "queuedBalance": str(int(link.queued_balance)),
+            }
+            for link in lat.tokens
+        ]
         if with_tvl:
-            lat.tvl = selectors.lat_tvl(lat=lat)
-            include.append("tvl")
+            tvl = selectors.lat_tvl(lat=lat, links=lat.tokens)
+            document["tvl"] = selectors.tvl_document(tvl)
         if with_rewards:
-            lat.apys = selectors.lat_apys(lat=lat)
-            include.append("apys")
+            document["apys"] = selectors.lat_apys(lat=lat)
         if with_metadata:
-            include.append("curatedMetadata")
-        return Response(s.LatDetailSerializer(lat, include=tuple(include)).data)
+            document["curatedMetadata"] = selectors.curated_metadata(avs_id=lat.avs_id)
+        return Response(document)  # LatDetailSerializer's shape, built from plain rows
 
 
 class LatTokensView(APIView):
@@ -96,9 +101,13 @@ class LatTokensView(APIView):
         responses={200: s.LatTokenListSerializer, **error_responses(*READ_ERRORS)},
     )
     def get(self, request, address: str):
-        lat = selectors.lat_get(address=parse_address(address, field="address"))
+        lat = selectors.lat_record(address=parse_address(address, field="address"))
         return Response(
-            {"data": s.LatTokenWithRefIdSerializer(lat.lat_tokens.all(), many=True).data}
+            {
+                "data": [
+                    selectors.token_document(link) | {"refId": link.ref_id} for link in lat.tokens
+                ]
+            }
         )
 
 

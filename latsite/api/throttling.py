@@ -34,6 +34,24 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(count), UNITS[unit]
 
 
+def _count(key: str, *, ttl: int) -> int:
+    """Add one to the window's counter and return it: one round trip to Redis (INCR and
+    EXPIRE in a pipeline); add-then-incr on other caches."""
+    if hasattr(cache, "client") and hasattr(cache.client, "get_client"):  # django-redis
+        pipe = cache.client.get_client(write=True).pipeline(transaction=False)
+        full_key = cache.make_key(key)
+        pipe.incr(full_key)
+        pipe.expire(full_key, ttl)  # the key names its window: renewing the TTL is harmless
+        used, _ = pipe.execute()
+        return int(used)
+    cache.add(key, 0, timeout=ttl)
+    try:
+        return cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout=ttl)
+        return 1
+
+
 class ClientRateThrottle(BaseThrottle):
     """RATE_LIMIT_KEYED per API key, RATE_LIMIT_ANON per client IP."""
 
@@ -48,12 +66,7 @@ class ClientRateThrottle(BaseThrottle):
         now = time.time()
         slot = int(now // window)
         key = f"ratelimit:{ident}:{window}:{slot}"
-        cache.add(key, 0, timeout=window + 1)
-        try:
-            used = cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.add(key, 1, timeout=window + 1)
-            used = 1
+        used = _count(key, ttl=window + 1)
         self._wait = (slot + 1) * window - now
         return used <= limit
 

@@ -83,8 +83,18 @@ def test_bad_toggle_is_422(api, dataset, path, name):
 
 @pytest.mark.parametrize(
     "query",
-    ["skip=-1", "skip=abc", "skip=1.5", "take=0", "take=101", "take=-5", "take=x", "skip=",
-     "take=5%0A", "skip=%D9%A1"],
+    [
+        "skip=-1",
+        "skip=abc",
+        "skip=1.5",
+        "take=0",
+        "take=101",
+        "take=-5",
+        "take=x",
+        "skip=",
+        "take=5%0A",
+        "skip=%D9%A1",
+    ],
 )
 def test_bad_paging_is_422(api, dataset, query):
     before = Deposit.objects.count()
@@ -118,8 +128,7 @@ def test_unexpected_failure_is_500_without_internals(dataset, monkeypatch, caplo
     def explode(**kwargs):
         raise RuntimeError("secret internals: postgres://user:pw@db/x")
 
-    monkeypatch.setattr(selectors, "lat_get", explode)
-    monkeypatch.setattr("lats.api.views.selectors.lat_get", explode)
+    monkeypatch.setattr(selectors, "lat_record", explode)
     client = Client(raise_request_exception=False)
     with caplog.at_level(logging.ERROR):
         response = client.get(f"/lat/{A(0x1001)}")

@@ -24,14 +24,20 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=8545, help="anvil port (default 8545)")
         parser.add_argument(
-            "--dir", default=str(Path(settings.BASE_DIR) / "var" / "devnet"),
+            "--dir",
+            default=str(Path(settings.BASE_DIR) / "var" / "devnet"),
             help="where the chain state and the manifests live (default var/devnet)",
         )
-        parser.add_argument("--import", dest="do_import", action="store_true",
-                            help="register the demo LATs (lat_import)")
+        parser.add_argument(
+            "--import",
+            dest="do_import",
+            action="store_true",
+            help="register the demo LATs (lat_import)",
+        )
         parser.add_argument("--sync", action="store_true", help="run lat_sync once")
-        parser.add_argument("--serve", metavar="ADDR:PORT",
-                            help="then serve the API (runserver) until interrupted")
+        parser.add_argument(
+            "--serve", metavar="ADDR:PORT", help="then serve the API (runserver) until interrupted"
+        )
 
     def handle(self, *args, **options):
         directory = Path(options["dir"])

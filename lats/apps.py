@@ -8,7 +8,27 @@ class LatsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_delete, post_save
+
+        from latsite.api.documents import documents_changed
         from latsite.schedules import ensure_default_schedules_after_migrate
+
+        # Cache invalidation, not logic: any write to what the cached read documents are
+        # built from makes them stale (admin edits, refresh jobs, imports alike).
+        for model in ("Lat", "LatToken", "Token", "Avs", "FeeStructure", "PriceFeed"):
+            for signal in (post_save, post_delete):
+                signal.connect(
+                    documents_changed,
+                    sender=f"lats.{model}",
+                    dispatch_uid=f"documents_changed.{model}.{signal}",
+                )
+        for model in ("StakerNode", "NodeAsset", "Operator", "OperatorAvsSplit"):
+            for signal in (post_save, post_delete):
+                signal.connect(
+                    documents_changed,
+                    sender=f"operators.{model}",
+                    dispatch_uid=f"documents_changed.{model}.{signal}",
+                )
 
         # Default refresh schedules: created after every migrate, never overwritten.
         post_migrate.connect(

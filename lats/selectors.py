@@ -230,6 +230,29 @@ def curated_metadata(*, avs_id: int) -> dict:
     return dict(zip(_CURATED, row, strict=True))
 
 
+def lat_detail_document(
+    *, address: str, with_tvl: bool, with_metadata: bool, with_rewards: bool
+) -> dict:
+    """The LAT detail (LatDetailSerializer's shape), built from plain rows."""
+    lat = lat_record(address=address)
+    document = lat_document(lat)
+    document["assets"] = [
+        {
+            "asset": link.address,
+            "balance": str(int(link.balance)),
+            "queuedBalance": str(int(link.queued_balance)),
+        }
+        for link in lat.tokens
+    ]
+    if with_tvl:
+        document["tvl"] = tvl_document(lat_tvl(lat=lat, links=lat.tokens))
+    if with_rewards:
+        document["apys"] = lat_apys(lat=lat)
+    if with_metadata:
+        document["curatedMetadata"] = curated_metadata(avs_id=lat.avs_id)
+    return document
+
+
 def token_list_with_lats() -> QuerySet[Token]:
     links = LatToken.objects.select_related("lat").order_by("lat__chain_id", "lat__proxy_address")
     return (

@@ -102,6 +102,10 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+# The LAT list and detail documents are cached until the data behind them changes, and at most
+# this long (what bounds a per-process local-memory cache); 0 turns the cache off.
+DOCUMENT_CACHE_SECONDS = env.int("DOCUMENT_CACHE_SECONDS", default=60)
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from deposits.models import Deposit
 from lats.models import Lat
+from latsite.api.documents import documents_changed
 from lats.selectors import APY_WINDOWS, WAD, lat_exchange_rate_unit, lat_tvl, token_links
 from metrics.models import MetricSnapshot
 
@@ -131,4 +132,5 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
     ordered = {w: apys[w] for w in APY_WINDOWS}
     if lat.apys != ordered:
         Lat.objects.filter(pk=lat.pk).update(apys=ordered)
+        documents_changed()  # update() sends no signal
     return snapshot

@@ -13,6 +13,14 @@ from lats.chain.anvil import AnvilNode, start_anvil
 from lats.chain.devnet import connect, contract, deploy_devnet
 
 
+@pytest.fixture(autouse=True)
+def _fresh_documents() -> None:
+    """Cached read documents from an earlier test (rolled back) are never served."""
+    from latsite.api.documents import _bump
+
+    _bump()
+
+
 @pytest.fixture
 def api() -> APIClient:
     return APIClient()

@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from lats import selectors
 from lats.api import serializers as s
+from latsite.api.documents import cached_document
 from latsite.api.params import (
     address_path_parameter,
     parse_address,
@@ -42,10 +43,14 @@ class LatListView(APIView):
     )
     def get(self, request):
         grouped = parse_toggle(request.query_params, "withGrouping")
-        records = selectors.lat_records()
-        if grouped:
-            return Response({"data": selectors.lat_documents_grouped(records)})
-        return Response({"data": [selectors.lat_document(record) for record in records]})
+
+        def build() -> dict:
+            records = selectors.lat_records()
+            if grouped:
+                return {"data": selectors.lat_documents_grouped(records)}
+            return {"data": [selectors.lat_document(record) for record in records]}
+
+        return Response(cached_document(f"lat-list:{grouped}", build))
 
 
 class LatDetailView(APIView):
@@ -72,24 +77,17 @@ class LatDetailView(APIView):
         with_tvl = parse_toggle(params, "withTvl")
         with_metadata = parse_toggle(params, "withCuratedMetadata")
         with_rewards = parse_toggle(params, "withRewards")
-        lat = selectors.lat_record(address=address)
-        document = selectors.lat_document(lat)
-        document["assets"] = [
-            {
-                "asset": link.address,
-                "balance": str(int(link.balance)),
-                "queuedBalance": str(int(link.queued_balance)),
-            }
-            for link in lat.tokens
-        ]
-        if with_tvl:
-            tvl = selectors.lat_tvl(lat=lat, links=lat.tokens)
-            document["tvl"] = selectors.tvl_document(tvl)
-        if with_rewards:
-            document["apys"] = selectors.lat_apys(lat=lat)
-        if with_metadata:
-            document["curatedMetadata"] = selectors.curated_metadata(avs_id=lat.avs_id)
-        return Response(document)  # LatDetailSerializer's shape, built from plain rows
+        return Response(
+            cached_document(
+                f"lat:{address}:{with_tvl}:{with_metadata}:{with_rewards}",
+                lambda: selectors.lat_detail_document(
+                    address=address,
+                    with_tvl=with_tvl,
+                    with_metadata=with_metadata,
+                    with_rewards=with_rewards,
+                ),
+            )
+        )
 
 
 class LatTokensView(APIView):

@@ -270,7 +270,9 @@ def test_release_one_field_from_the_change_page(
     avs.refresh_from_db()
     assert avs.staff_edited_fields == ["metadata_website"]
     assert avs.metadata_updated_block is None  # so that the refresh re-applies the document
-    assert len(callbacks) == 1
+    # One refresh queued (the others drop the cached read documents).
+    queued = [c for c in callbacks if "enqueue" in getattr(getattr(c, "func", c), "__name__", "")]
+    assert len(queued) == 1
 
     avs_apply_metadata(
         avs=avs, uri="data:,", document={"name": "Doc", "website": "https://doc.example"}, block=41

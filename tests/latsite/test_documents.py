@@ -1,0 +1,78 @@
+"""The cache of the LAT documents: served on a hit, dropped by any write behind them."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from lats.services import avs_apply_metadata
+from metrics.services import snapshot_record
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+
+A = f.address
+
+
+def queries(api, path) -> tuple[dict, int]:
+    with CaptureQueriesContext(connection) as captured:
+        response = api.get(path)
+    assert response.status_code == 200
+    return response.json(), len(captured.captured_queries)
+
+
+def test_a_hit_reads_no_database(api, dataset):
+    first, n_first = queries(api, "/lat")
+    second, n_second = queries(api, "/lat")
+    assert n_first > 0
+    assert n_second == 0
+    assert second == first
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: setattr(d.eth_lat, "name", "Renamed") or d.eth_lat.save(),
+        lambda d: setattr(d.eth_steth, "price_per_unit", 2 * 10**18) or d.eth_steth.save(),
+        lambda d: setattr(d.steth, "symbol", "wstETH") or d.steth.save(),
+        lambda d: d.eth_usdx.delete(),
+        lambda d: setattr(d.avs, "metadata_name", "Staff") or d.avs.save(),
+        lambda d: d.node0.assets.first().delete(),
+    ],
+    ids=["lat", "token-link", "token", "token-removed", "avs", "node-asset"],
+)
+def test_any_write_behind_the_documents_drops_them(api, dataset, change):
+    path = f"/lat/{A(0x1001)}?withTvl=true&withCuratedMetadata=true"
+    before, _ = queries(api, path)
+    change(dataset)
+    after, n_after = queries(api, path)
+    assert n_after > 0
+    assert after != before
+
+
+def test_services_that_update_in_bulk_drop_them(api, dataset):
+    path = f"/lat/{A(0x1001)}?withRewards=true"
+    before, _ = queries(api, path)
+    dataset.eth_lat.total_assets = 30 * 10**18  # the exchange rate grows
+    dataset.eth_lat.save()
+    f.MetricSnapshotFactory(lat=dataset.eth_lat, timestamp=dataset.eth_lat.created_at)
+    snapshot_record(lat=dataset.eth_lat)
+    after, _ = queries(api, path)
+    assert after["apys"] != before["apys"]
+    avs_apply_metadata(
+        avs=dataset.avs, uri="data:x", block=1, document={"name": "From the document"}
+    )
+    assert (
+        api.get(f"/lat/{A(0x1001)}?withCuratedMetadata=true").json()["curatedMetadata"][
+            "metadataName"
+        ]
+        == "From the document"
+    )
+
+
+def test_cache_off(api, dataset, settings):
+    settings.DOCUMENT_CACHE_SECONDS = 0
+    queries(api, "/lat")
+    _, n = queries(api, "/lat")
+    assert n > 0

@@ -21,6 +21,7 @@ from django.db import connection
 
 from lats.chain.gateway import ChainUnavailable, Gateway, gateway_for
 from lats.models import ZERO_ADDRESS, Lat
+from latsite.api.documents import cached_document
 from latsite.api.errors import BadRequest, NotFound, ServiceError, UnprocessableEntity
 from latsite.api.params import ADDRESS_PATTERN, checksum
 
@@ -107,6 +108,11 @@ def _target_sql(vendor: str) -> str:
 
 
 def deposit_target_get(*, address: str) -> DepositTarget:
+    """The deposit target, from the read-document cache while the data behind it is unchanged."""
+    return cached_document(f"deposit-target:{address}", lambda: _deposit_target_read(address))
+
+
+def _deposit_target_read(address: str) -> DepositTarget:
     """The LAT, its supported tokens and its fees in one query (LEFT JOINs), or a 404.
 
     This is the hot path of both endpoints, so neither `lat_get` + `lat_fees` (model instances,

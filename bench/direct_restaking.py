@@ -160,23 +160,7 @@ def _py_post(
         job = (parts.hostname, parts.port or 80, path, body, started + duration, cap)
         results = pool.map(_py_post_worker, [job] * connections)
         elapsed = time.time() - started
-    latencies = sorted(x for lat, _, _ in results for x in lat)
-    pct = http_load._percentile
-    return LoadResult(
-        url=url,
-        tool="python",
-        connections=connections,
-        duration_s=elapsed,
-        requests=len(latencies),
-        non200=sum(n for _, n, _ in results),
-        socket_errors=sum(e for _, _, e in results),
-        p50_ms=pct(latencies, 50) * 1000,
-        p90_ms=pct(latencies, 90) * 1000,
-        p99_ms=pct(latencies, 99) * 1000,
-        mean_ms=(sum(latencies) / len(latencies) * 1000) if latencies else 0.0,
-        max_ms=(latencies[-1] * 1000) if latencies else 0.0,
-        max_requests=max_requests,
-    )
+    return http_load.python_result(url, connections, elapsed, results, max_requests)
 
 
 def load(

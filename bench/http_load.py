@@ -212,17 +212,10 @@ def _percentile(ordered: list[float], q: float) -> float:
     return ordered[rank]
 
 
-def _run_python(url: str, duration: float, connections: int, max_requests: int) -> LoadResult:
-    parts = urlsplit(url)
-    path = parts.path + (f"?{parts.query}" if parts.query else "")
-    cap = math.ceil(max_requests / connections) if max_requests else 0
-    context = multiprocessing.get_context("fork")
-    with context.Pool(connections) as pool:
-        started = time.time()
-        deadline = started + duration
-        jobs = [(parts.hostname, parts.port or 80, path, deadline, cap)] * connections
-        results = pool.map(_py_worker, jobs)
-        elapsed = time.time() - started
+def python_result(
+    url: str, connections: int, elapsed: float, results: list, max_requests: int
+) -> LoadResult:
+    """A LoadResult from the Python workers' (latencies, non-200s, socket errors) tuples."""
     latencies = sorted(x for lat, _, _ in results for x in lat)
     return LoadResult(
         url=url,
@@ -239,3 +232,17 @@ def _run_python(url: str, duration: float, connections: int, max_requests: int) 
         max_ms=(latencies[-1] * 1000) if latencies else 0.0,
         max_requests=max_requests,
     )
+
+
+def _run_python(url: str, duration: float, connections: int, max_requests: int) -> LoadResult:
+    parts = urlsplit(url)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    cap = math.ceil(max_requests / connections) if max_requests else 0
+    context = multiprocessing.get_context("fork")
+    with context.Pool(connections) as pool:
+        started = time.time()
+        deadline = started + duration
+        jobs = [(parts.hostname, parts.port or 80, path, deadline, cap)] * connections
+        results = pool.map(_py_worker, jobs)
+        elapsed = time.time() - started
+    return python_result(url, connections, elapsed, results, max_requests)

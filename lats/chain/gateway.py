@@ -584,6 +584,9 @@ class Gateway:
         return result
 
     def deposit_logs(self, *, lat: str, from_block: int, to_block: int) -> list[DepositLog]:
+        """Both deposit events of a LAT, decoded by hand: a backfill decodes hundreds of
+        thousands, and their layout is fixed (three indexed addresses, two uint256), so this
+        skips `event_logs`' generic eth_abi decoding."""
         new, legacy = event("LiquidToken", "AssetDeposited"), event("LiquidToken", "Deposit")
         kinds = {new.topic: new.name, legacy.topic: legacy.name}
         raw_logs = self.logs(

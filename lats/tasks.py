@@ -18,11 +18,17 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import chain, shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from lats.chain.gateway import ChainError, ChainUnavailable
-from lats.models import Lat
-from lats.services import MetadataUnavailable, avs_refresh_metadata, lat_refresh_state
+from lats.models import Lat, SyncStatus
+from lats.services import (
+    MetadataUnavailable,
+    avs_refresh_metadata,
+    lat_refresh_state,
+    sync_status_failure,
+)
 from latsite.locks import advisory_lock
 
 logger = logging.getLogger(__name__)
@@ -54,6 +60,14 @@ FAN_OUT_OPTIONS: dict[str, Any] = {
 FAN_OUT_EXPIRES = 15 * 60
 
 
+# The sync status row each job records its last result in (metrics snapshots have none).
+SYNC_STATUS_JOBS = {
+    "lats.tasks.refresh_lat_state": SyncStatus.Job.STATE,
+    "lats.tasks.refresh_avs_metadata": SyncStatus.Job.METADATA,
+    "deposits.tasks.index_deposits": SyncStatus.Job.DEPOSITS,
+}
+
+
 def run_lat_job(job: str, lat_id: int, run: Callable[[Lat], dict[str, Any]]) -> dict[str, Any]:
     """Run one job for one LAT under its advisory lock; see the module docstring."""
     outcome: dict[str, Any] = {"job": job, "lat": lat_id}
@@ -69,6 +83,17 @@ def run_lat_job(job: str, lat_id: int, run: Callable[[Lat], dict[str, Any]]) -> 
             details = run(lat)
         except ChainUnavailable:
             raise  # retried by autoretry_for
+        except SoftTimeLimitExceeded as exc:
+            # The service's transaction rolled back; ops see why on the LAT's sync status.
+            status_job = SYNC_STATUS_JOBS.get(job)
+            if status_job:
+                sync_status_failure(
+                    lat=lat,
+                    job=status_job,
+                    error=TimeoutError(f"stopped at the soft time limit of {job}"),
+                )
+            logger.error("%s for %s hit the soft time limit", job, lat.symbol)
+            raise exc
         except (ChainError, MetadataUnavailable) as exc:
             logger.warning("%s for %s failed, not retried: %s", job, lat.symbol, exc)
             return outcome | {"status": FAILED, "error": f"{type(exc).__name__}: {exc}"[:500]}

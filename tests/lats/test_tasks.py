@@ -426,3 +426,21 @@ def test_lat_schedules_command_prints_what_it_created(capsys):
     assert "lat-state-refresh: lats.tasks.refresh_all_lat_states" in out
     call_command("lat_schedules")
     assert "nothing created" in capsys.readouterr().out
+
+
+def test_soft_time_limit_is_recorded_on_the_sync_status(dataset, monkeypatch):
+    """A refresh stopped by the soft time limit leaves its reason for ops. (The limit cannot
+    be made to strike at a chosen point of a real run, so the service raises it here.)"""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    import lats.tasks
+
+    def too_slow(*, lat):
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(lats.tasks, "lat_refresh_state", too_slow)
+    with pytest.raises(SoftTimeLimitExceeded):
+        refresh_lat_state.run(dataset.eth_lat.id)
+    status = SyncStatus.objects.get(lat=dataset.eth_lat, job="state")
+    assert "soft time limit" in status.last_error
+    assert status.consecutive_failures == 1

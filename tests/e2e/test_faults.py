@@ -257,3 +257,63 @@ def test_sync_command_reports_failure_per_lat(imported, settings, capsys):
     with pytest.raises(Exception, match="3 LAT"):
         call_command("lat_sync", "--no-progress")
     assert "sync failed" in capsys.readouterr().err
+
+
+def range_limited_node(upstream: str, max_blocks: int) -> tuple[_FakeNode, str, list[int]]:
+    """A node in front of anvil that refuses eth_getLogs over more than `max_blocks` blocks,
+    as hosted nodes do (anvil itself has no such limit). Returns the refused range sizes."""
+    import requests
+
+    refused: list[int] = []
+    session = requests.Session()
+
+    def answer(body: bytes) -> bytes:
+        request = json.loads(body)
+        if isinstance(request, dict) and request["method"] == "eth_getLogs":
+            query = request["params"][0]
+            span = int(query["toBlock"], 16) - int(query["fromBlock"], 16) + 1
+            if span > max_blocks:
+                refused.append(span)
+                return json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": request["id"],
+                        "error": {"code": -32005, "message": f"query exceeds {max_blocks} blocks"},
+                    }
+                ).encode()
+        return session.post(
+            upstream, data=body, headers={"Content-Type": "application/json"}, timeout=30
+        ).content
+
+    server, url = fake_node(answer)
+    return server, url, refused
+
+
+def test_ranges_shrink_while_the_node_refuses_them(imported, spare, settings):
+    manifest = imported.lat("latBTC")
+    deposit_many(spare.url, manifest, 60, per_tx=5)  # 12 deposit transactions, many blocks
+    lat = Lat.objects.get(proxy_address=manifest["proxyAddress"])
+    server, url, refused = range_limited_node(spare.url, max_blocks=4)
+    try:
+        settings.RPC_URL = url
+        summary = deposit_index(lat=lat, max_range=64)
+    finally:
+        server.shutdown()
+    assert summary.new == 60
+    assert refused  # it did ask for more first
+    assert min(refused) > 4
+    assert Deposit.objects.filter(lat=lat).count() == 65  # 5 from the devnet + 60
+    seqs = sorted(Deposit.objects.values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+def test_confirmation_depth_holds_back_the_newest_blocks(imported, spare, settings):
+    manifest = imported.lat("latETH")
+    lat = Lat.objects.get(proxy_address=manifest["proxyAddress"])
+    settings.CHAIN_CONFIRMATIONS_BY_CHAIN = {31337: 3}
+    result = make_deposits(spare.url, manifest, 12, [manifest["tokens"][0]["address"]], [WAD])
+    assert deposit_index(lat=lat).new == 0  # the deposit is the head block: 0 confirmations
+    assert not Deposit.objects.filter(block_number=result["blockNumber"]).exists()
+    connect(spare.url).provider.make_request("anvil_mine", [hex(3)])
+    assert deposit_index(lat=lat).new == 1
+    assert Deposit.objects.filter(block_number=result["blockNumber"]).count() == 1

@@ -30,3 +30,42 @@ class MetricSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.lat.symbol} @ {self.timestamp:%Y-%m-%d %H:%M}"
+
+
+class RewardSubmission(models.Model):
+    """An AVSRewardsSubmissionCreated event: rewards an AVS submitted to strategies, paid out
+    evenly over [start, start + duration]."""
+
+    avs = models.ForeignKey("lats.Avs", on_delete=models.CASCADE, related_name="reward_submissions")
+    chain_id = models.PositiveBigIntegerField()
+    tx_hash = models.CharField(max_length=66)
+    log_index = models.PositiveIntegerField()
+    block_number = models.PositiveBigIntegerField()
+    token = models.CharField(max_length=42)
+    amount = UintField()
+    start_timestamp = models.PositiveBigIntegerField()
+    duration = models.PositiveBigIntegerField()
+    strategies = models.JSONField(default=list, help_text="Strategy addresses, checksummed.")
+
+    class Meta:
+        ordering = ("avs_id", "block_number", "log_index")
+        constraints = [
+            models.UniqueConstraint(
+                fields=("chain_id", "tx_hash", "log_index"), name="reward_tx_log_uniq"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.amount} of {self.token} to {self.avs}"
+
+
+class RewardsCheckpoint(models.Model):
+    """How far the rewards submissions of one AVS have been read."""
+
+    avs = models.OneToOneField(
+        "lats.Avs", on_delete=models.CASCADE, related_name="rewards_checkpoint"
+    )
+    block_number = models.PositiveBigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.avs} @ {self.block_number}"

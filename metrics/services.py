@@ -5,14 +5,17 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from eth_utils import to_checksum_address
 
 from deposits.models import Deposit
-from lats.models import Lat
+from lats.chain.gateway import Gateway, gateway_for
+from lats.models import Lat, PriceFeed, Token
+from lats.selectors import APY_WINDOWS, WAD, lat_exchange_rate_unit, lat_tvl, to_eth, token_links
 from latsite.api.documents import documents_changed
-from lats.selectors import APY_WINDOWS, WAD, lat_exchange_rate_unit, lat_tvl, token_links
-from metrics.models import MetricSnapshot
+from metrics.models import MetricSnapshot, RewardsCheckpoint, RewardSubmission
 
 WINDOWS = {
     "current": timedelta(days=1),
@@ -66,12 +69,112 @@ def _fmt(value: Decimal) -> str:
     return format(value.quantize(Decimal("0.0001")).normalize(), "f")
 
 
+def _submissions(*, lat: Lat, links, until: datetime) -> list[RewardSubmission]:
+    """The AVS's reward submissions to any of the LAT's strategies that started by `until`."""
+    strategies = {link.strategy_address for link in links}
+    return [
+        submission
+        for submission in RewardSubmission.objects.filter(
+            avs_id=lat.avs_id, start_timestamp__lte=int(until.timestamp())
+        )
+        if strategies.intersection(submission.strategies)
+    ]
+
+
+def _reward_eth(lat: Lat, links, submission: RewardSubmission) -> Decimal:
+    """The submission's amount in ETH: through the LAT's own price of the token, else the
+    token's price feed; a token with neither is not counted."""
+    link = next((link for link in links if link.address == submission.token), None)
+    if link is not None:
+        return to_eth(lat, link, Decimal(submission.amount))
+    feed = PriceFeed.objects.filter(chain_id=lat.chain_id, token_address=submission.token).first()
+    token = Token.objects.filter(chain_id=lat.chain_id, address=submission.token).first()
+    if feed is None or token is None or not feed.answer:
+        return Decimal(0)
+    whole = Decimal(submission.amount) / (Decimal(10) ** token.decimals)
+    return whole * Decimal(feed.answer) / (Decimal(10) ** feed.decimals)
+
+
+def _rewards_apy(
+    lat, links, submissions, stake_eth: Decimal, *, now: datetime, span: timedelta
+) -> Decimal:
+    """AVS rewards APY of the LAT's stake over the window (now - span, now], percent.
+
+    A submission pays its amount evenly over [start, start + duration]; the part that falls in
+    the window, valued in ETH, is annualised and divided by the ETH value of the LAT's staked
+    assets. All of a submission to the LAT's strategies counts for the LAT: exact when its
+    nodes are the AVS's only stakers in those strategies, an upper bound otherwise.
+    """
+    if not stake_eth:
+        return Decimal(0)
+    end = int(now.timestamp())
+    start = end - int(span.total_seconds())
+    earned = Decimal(0)
+    for submission in submissions:
+        paid_from = submission.start_timestamp
+        paid_to = submission.start_timestamp + submission.duration
+        overlap = min(paid_to, end) - max(paid_from, start)
+        if overlap <= 0 or not submission.duration:
+            continue
+        earned += _reward_eth(lat, links, submission) * overlap / submission.duration
+    return earned * YEAR / Decimal(end - start) / stake_eth * 100
+
+
+def rewards_index(*, lat: Lat, gateway: Gateway | None = None) -> int:
+    """Store the AVS's AVSRewardsSubmissionCreated events since its checkpoint; returns how
+    many were new. Running twice adds nothing."""
+    if not lat.rewards_coordinator:
+        return 0
+    gateway = gateway or gateway_for(lat.chain_id)
+    confirmations = settings.CHAIN_CONFIRMATIONS_BY_CHAIN.get(
+        lat.chain_id, settings.CHAIN_CONFIRMATIONS
+    )
+    head = gateway.head(confirmations=confirmations)
+    checkpoint = RewardsCheckpoint.objects.filter(avs_id=lat.avs_id).first()
+    start = checkpoint.block_number + 1 if checkpoint else lat.deployment_block
+    avs_topic = "0x" + "0" * 24 + lat.avs.address[2:].lower()
+    new = 0
+    while start <= head.number:
+        end = min(start + settings.LOG_BLOCK_RANGE - 1, head.number)
+        logs = gateway.event_logs(
+            contract="RewardsCoordinator",
+            name="AVSRewardsSubmissionCreated",
+            address=lat.rewards_coordinator,
+            topics=[avs_topic],
+            from_block=start,
+            to_block=end,
+        )
+        with transaction.atomic():
+            for log in logs:
+                strategies, token, amount, start_timestamp, duration = log.values[3]
+                _, created = RewardSubmission.objects.get_or_create(
+                    chain_id=lat.chain_id,
+                    tx_hash=log.tx_hash,
+                    log_index=log.log_index,
+                    defaults={
+                        "avs_id": lat.avs_id,
+                        "block_number": log.block_number,
+                        "token": to_checksum_address(token),
+                        "amount": amount,
+                        "start_timestamp": start_timestamp,
+                        "duration": duration,
+                        "strategies": [to_checksum_address(s) for s, _ in strategies],
+                    },
+                )
+                new += created
+            RewardsCheckpoint.objects.update_or_create(
+                avs_id=lat.avs_id, defaults={"block_number": end}
+            )
+        start = end + 1
+    return new
+
+
 @transaction.atomic
 def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
-    """Record the LAT's metrics now (one snapshot an hour, the latest wins) and its APY windows.
-
-    `apy` (AVS rewards) needs the rewards indexer and is 0 until it exists.
-    """
+    """Record the LAT's metrics now (one snapshot an hour, the latest wins) and its APY windows
+    (decisions.md, Values): `nativeApy` from the exchange rate's growth, `baseApy` from the
+    tokens' own yield, `apy` from the AVS rewards submitted to the LAT's strategies (see
+    `_rewards_apy`), `totalApy` = `apy` + `baseApy`."""
     now = at or timezone.now()
     hour = now.replace(minute=0, second=0, microsecond=0)
     lat = Lat.objects.get(pk=lat.pk)
@@ -81,14 +184,16 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
     history = MetricSnapshot.objects.filter(lat=lat).exclude(timestamp=hour)
     apys: dict[str, dict[str, str]] = {}
     base = _base_apy(links, tvl)
+    submissions = _submissions(lat=lat, links=links, until=now)
     for window, span in WINDOWS.items():
         then = history.filter(timestamp__gte=now - span).order_by("timestamp").first()
         native = _native_apy(now, rate_now, then)
+        rewards = _rewards_apy(lat, links, submissions, tvl.staked_tvl, now=now, span=span)
         apys[window] = {
-            "apy": "0",
+            "apy": _fmt(rewards),
             "baseApy": _fmt(base),
             "nativeApy": _fmt(native),
-            "totalApy": _fmt(base),
+            "totalApy": _fmt(rewards + base),
         }
     users = Deposit.objects.filter(lat=lat).values("sender").distinct().count()
     values = {
@@ -98,10 +203,10 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
         "total_tvl_eth": _eth(tvl.tvl),
         "staked_tvl_eth": _eth(tvl.staked_tvl),
         "unstaked_tvl_eth": _eth(tvl.unstaked_tvl + tvl.queued_tvl),
-        "apy": Decimal(0),
+        "apy": _pct(Decimal(apys["current"]["apy"])),
         "base_apy": _pct(base),
         "native_apy": _pct(Decimal(apys["current"]["nativeApy"])),
-        "total_apy": _pct(base),
+        "total_apy": _pct(Decimal(apys["current"]["totalApy"])),
         "total_users": users,
     }
     snapshot = MetricSnapshot.objects.filter(lat=lat, timestamp=hour).first()
@@ -115,19 +220,22 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
             snapshot.save(update_fields=changed)
     # avg30d: the mean of the last 30 daily values (each day's last snapshot).
     per_day: dict = {}
-    for timestamp, native in (
+    for timestamp, native, rewards in (
         MetricSnapshot.objects.filter(lat=lat, timestamp__gte=now - timedelta(days=30))
         .order_by("timestamp")
-        .values_list("timestamp", "native_apy")
+        .values_list("timestamp", "native_apy", "apy")
     ):
-        per_day[timestamp.date()] = native
+        per_day[timestamp.date()] = (native, rewards)
     daily = list(per_day.values())
-    mean = sum(daily, Decimal(0)) / len(daily) if daily else Decimal(0)
+
+    def mean(index: int) -> Decimal:
+        return sum((d[index] for d in daily), Decimal(0)) / len(daily) if daily else Decimal(0)
+
     apys["avg30d"] = {
-        "apy": "0",
+        "apy": _fmt(mean(1)),
         "baseApy": _fmt(base),
-        "nativeApy": _fmt(mean),
-        "totalApy": _fmt(base),
+        "nativeApy": _fmt(mean(0)),
+        "totalApy": _fmt(mean(1) + base),
     }
     ordered = {w: apys[w] for w in APY_WINDOWS}
     if lat.apys != ordered:

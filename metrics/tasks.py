@@ -8,7 +8,7 @@ from celery import shared_task
 
 from lats.models import Lat
 from lats.tasks import FAN_OUT_OPTIONS, LAT_TASK_OPTIONS, fan_out, run_lat_job
-from metrics.services import snapshot_record
+from metrics.services import rewards_index, snapshot_record
 
 SNAPSHOT_JOB = "metrics.tasks.record_snapshot"
 
@@ -18,6 +18,7 @@ def record_snapshot(lat_id: int) -> dict[str, Any]:
     """Record the LAT's metrics for the current hour (the latest run of the hour wins)."""
 
     def run(lat: Lat) -> dict[str, Any]:
+        rewards_index(lat=lat)  # the rewards APY needs the AVS's latest submissions
         snapshot = snapshot_record(lat=lat)
         return {"timestamp": snapshot.timestamp.isoformat(), "block": snapshot.block_number}
 

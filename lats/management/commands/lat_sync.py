@@ -10,7 +10,7 @@ from lats.chain.gateway import ChainError
 from lats.models import Lat
 from lats.services import MetadataUnavailable, avs_refresh_metadata, lat_refresh_state
 from latsite.api.params import ADDRESS_PATTERN, checksum
-from metrics.services import snapshot_record
+from metrics.services import rewards_index, snapshot_record
 
 
 class Command(BaseCommand):
@@ -39,6 +39,7 @@ class Command(BaseCommand):
                 except MetadataUnavailable as exc:
                     self.stderr.write(f"{lat.symbol}: AVS metadata not refreshed: {exc}")
                 deposits = self._index(lat, quiet=options["no_progress"])
+                rewards_index(lat=lat)
                 snapshot_record(lat=lat)
             except ChainError as exc:
                 failures += 1

@@ -23,7 +23,7 @@ from lats.chain.devnet import write_manifests
 from lats.models import Avs, FeeStructure, Lat, PriceFeed, SyncStatus, Token
 from lats.services import avs_apply_metadata
 from latsite.celery import app as celery_app
-from metrics.models import MetricSnapshot
+from metrics.models import MetricSnapshot, RewardSubmission
 from operators.models import Operator, StakerNode
 from tests import factories as f
 from tests.deposits.test_api import event
@@ -54,6 +54,18 @@ def world(dataset):
         lat=dataset.eth_lat, block_number=11, block_hash="0x" + "1" * 64
     )
     f.MetricSnapshotFactory(lat=dataset.eth_lat, timestamp=T0, total_assets=1, total_supply=1)
+    RewardSubmission.objects.create(
+        avs=dataset.avs,
+        chain_id=31337,
+        tx_hash="0x" + "2" * 64,
+        log_index=0,
+        block_number=9,
+        token=dataset.steth.address,
+        amount=10**18,
+        start_timestamp=0,
+        duration=86400,
+        strategies=[A(0x5001)],
+    )
     return dataset
 
 
@@ -125,6 +137,7 @@ def test_every_model_of_ours_is_registered():
         "deposits.Deposit",
         "deposits.DepositCheckpoint",
         "metrics.MetricSnapshot",
+        "metrics.RewardSubmission",
     }
 
 
@@ -449,6 +462,18 @@ def grow(dataset, n: int) -> None:
             chain_id=31337, token_address=f.TokenFactory().address, feed_address=A(0xF1)
         )
         DepositCheckpoint.objects.create(lat=lat, block_number=1, block_hash="0x" + "2" * 64)
+        RewardSubmission.objects.create(
+            avs=lat.avs,
+            chain_id=31337,
+            tx_hash=f"0x{lat.id:064x}",
+            log_index=1,
+            block_number=1,
+            token=dataset.steth.address,
+            amount=1,
+            start_timestamp=0,
+            duration=1,
+            strategies=[],
+        )
     top = Deposit.objects.count()
     deposit_record_events(lat=dataset.eth_lat, events=[event(1000 + top + i, 0) for i in range(n)])
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -120,16 +121,25 @@ def _rewards_apy(
     return earned * YEAR / Decimal(end - start) / stake_eth * 100
 
 
-def rewards_index(*, lat: Lat, gateway: Gateway | None = None) -> int:
-    """Store the AVS's AVSRewardsSubmissionCreated events since its checkpoint; returns how
-    many were new. Running twice adds nothing."""
-    if not lat.rewards_coordinator:
-        return 0
+@dataclass(frozen=True)
+class RewardsSummary:
+    new: int
+    at: datetime  # the time of the block read up to: the snapshot's "now"
+
+
+def rewards_index(*, lat: Lat, gateway: Gateway | None = None) -> RewardsSummary:
+    """Store the AVS's AVSRewardsSubmissionCreated events since its checkpoint. Running twice
+    adds nothing. The time of the block it read up to is returned for the snapshot, so that
+    metrics are those of the chain's state, not of the clock (a second sync over the same
+    blocks writes nothing)."""
     gateway = gateway or gateway_for(lat.chain_id)
     confirmations = settings.CHAIN_CONFIRMATIONS_BY_CHAIN.get(
         lat.chain_id, settings.CHAIN_CONFIRMATIONS
     )
     head = gateway.head(confirmations=confirmations)
+    at = datetime.fromtimestamp(head.timestamp, tz=UTC)
+    if not lat.rewards_coordinator:
+        return RewardsSummary(new=0, at=at)
     checkpoint = RewardsCheckpoint.objects.filter(avs_id=lat.avs_id).first()
     start = checkpoint.block_number + 1 if checkpoint else lat.deployment_block
     avs_topic = "0x" + "0" * 24 + lat.avs.address[2:].lower()
@@ -166,7 +176,7 @@ def rewards_index(*, lat: Lat, gateway: Gateway | None = None) -> int:
                 avs_id=lat.avs_id, defaults={"block_number": end}
             )
         start = end + 1
-    return new
+    return RewardsSummary(new=new, at=at)
 
 
 @transaction.atomic

@@ -18,8 +18,9 @@ def record_snapshot(lat_id: int) -> dict[str, Any]:
     """Record the LAT's metrics for the current hour (the latest run of the hour wins)."""
 
     def run(lat: Lat) -> dict[str, Any]:
-        rewards_index(lat=lat)  # the rewards APY needs the AVS's latest submissions
-        snapshot = snapshot_record(lat=lat)
+        # The rewards APY needs the AVS's latest submissions; metrics are those at its block.
+        rewards = rewards_index(lat=lat)
+        snapshot = snapshot_record(lat=lat, at=rewards.at)
         return {"timestamp": snapshot.timestamp.isoformat(), "block": snapshot.block_number}
 
     return run_lat_job(SNAPSHOT_JOB, lat_id, run)

@@ -39,8 +39,8 @@ class Command(BaseCommand):
                 except MetadataUnavailable as exc:
                     self.stderr.write(f"{lat.symbol}: AVS metadata not refreshed: {exc}")
                 deposits = self._index(lat, quiet=options["no_progress"])
-                rewards_index(lat=lat)
-                snapshot_record(lat=lat)
+                rewards = rewards_index(lat=lat)
+                snapshot_record(lat=lat, at=rewards.at)
             except ChainError as exc:
                 failures += 1
                 self.stderr.write(f"{lat.symbol} {lat.proxy_address}: sync failed: {exc}")

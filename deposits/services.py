@@ -12,9 +12,9 @@ from django.db import connection, transaction
 from django.db.models import Max
 
 from deposits.models import Deposit, DepositCheckpoint
-from lats.chain.gateway import ChainError, ChainUnavailable, Gateway, gateway_for
+from lats.chain.gateway import ChainError, Gateway, gateway_for, scan_ranges
 from lats.models import Lat, SyncStatus
-from lats.services import sync_status_failure, sync_status_success
+from lats.services import chain_confirmations, sync_status_failure, sync_status_success
 
 logger = logging.getLogger(__name__)
 
@@ -205,10 +205,6 @@ class IndexSummary:
     removed: int
 
 
-def _confirmations(chain_id: int) -> int:
-    return settings.CHAIN_CONFIRMATIONS_BY_CHAIN.get(chain_id, settings.CHAIN_CONFIRMATIONS)
-
-
 def _find_fork(lat: Lat, gateway: Gateway) -> int:
     """The last block whose stored hash the chain still has; deployment block - 1 if none."""
     numbers = list(
@@ -264,18 +260,16 @@ def deposit_index(
         checkpoint = DepositCheckpoint.objects.filter(lat=lat).first()
         removed = _check_reorg(lat, gateway, checkpoint)
         checkpoint = DepositCheckpoint.objects.filter(lat=lat).first()
-        head = gateway.head(confirmations=_confirmations(lat.chain_id))
+        head = gateway.head(confirmations=chain_confirmations(lat.chain_id))
         start = checkpoint.block_number + 1 if checkpoint else lat.deployment_block
-        first, new, span = start, 0, max_range
-        while start <= head.number:
-            end = min(start + span - 1, head.number)
-            try:
-                logs = gateway.deposit_logs(lat=lat.proxy_address, from_block=start, to_block=end)
-            except ChainUnavailable as exc:
-                if "refused" not in str(exc) or span == 1:
-                    raise
-                span = max(span // 2, 1)
-                continue
+        first, new = start, 0
+
+        def fetch(first_block: int, last_block: int):
+            return gateway.deposit_logs(
+                lat=lat.proxy_address, from_block=first_block, to_block=last_block
+            )
+
+        for _, end, logs in scan_ranges(fetch, start=start, end=head.number, max_range=max_range):
             # Timestamps come with the logs where the node includes them (anvil, geth >= 1.14,
             # reth); otherwise from the blocks, fetched in the same batch as the range's end.
             undated = {log.block_number for log in logs if log.block_timestamp is None}
@@ -308,8 +302,6 @@ def deposit_index(
                 )
             if progress:
                 progress(end - first + 1, head.number - first + 1)
-            start = end + 1
-            span = min(span * 2, max_range)
     except ChainError as exc:
         logger.warning("Deposit indexing of %s failed: %s", lat.proxy_address, exc)
         sync_status_failure(lat=lat, job=SyncStatus.Job.DEPOSITS, error=exc)

@@ -246,6 +246,11 @@ def lat_import_manifests(*, manifests: list[Manifest]) -> list[Lat]:
     return lats
 
 
+def chain_confirmations(chain_id: int) -> int:
+    """Blocks behind the head that the log readers stay (CHAIN_CONFIRMATIONS[_<chainId>])."""
+    return settings.CHAIN_CONFIRMATIONS_BY_CHAIN.get(chain_id, settings.CHAIN_CONFIRMATIONS)
+
+
 # --- sync status ----------------------------------------------------------------------------
 
 

@@ -12,9 +12,10 @@ from django.utils import timezone
 from eth_utils import to_checksum_address
 
 from deposits.models import Deposit
-from lats.chain.gateway import Gateway, gateway_for
+from lats.chain.gateway import Gateway, gateway_for, scan_ranges
 from lats.models import Lat, PriceFeed, Token
 from lats.selectors import APY_WINDOWS, WAD, lat_exchange_rate_unit, lat_tvl, to_eth, token_links
+from lats.services import chain_confirmations
 from latsite.api.documents import documents_changed
 from metrics.models import MetricSnapshot, RewardsCheckpoint, RewardSubmission
 
@@ -133,10 +134,7 @@ def rewards_index(*, lat: Lat, gateway: Gateway | None = None) -> RewardsSummary
     metrics are those of the chain's state, not of the clock (a second sync over the same
     blocks writes nothing)."""
     gateway = gateway or gateway_for(lat.chain_id)
-    confirmations = settings.CHAIN_CONFIRMATIONS_BY_CHAIN.get(
-        lat.chain_id, settings.CHAIN_CONFIRMATIONS
-    )
-    head = gateway.head(confirmations=confirmations)
+    head = gateway.head(confirmations=chain_confirmations(lat.chain_id))
     at = datetime.fromtimestamp(head.timestamp, tz=UTC)
     if not lat.rewards_coordinator:
         return RewardsSummary(new=0, at=at)
@@ -144,16 +142,20 @@ def rewards_index(*, lat: Lat, gateway: Gateway | None = None) -> RewardsSummary
     start = checkpoint.block_number + 1 if checkpoint else lat.deployment_block
     avs_topic = "0x" + "0" * 24 + lat.avs.address[2:].lower()
     new = 0
-    while start <= head.number:
-        end = min(start + settings.LOG_BLOCK_RANGE - 1, head.number)
-        logs = gateway.event_logs(
+
+    def fetch(first_block: int, last_block: int):
+        return gateway.event_logs(
             contract="RewardsCoordinator",
             name="AVSRewardsSubmissionCreated",
             address=lat.rewards_coordinator,
             topics=[avs_topic],
-            from_block=start,
-            to_block=end,
+            from_block=first_block,
+            to_block=last_block,
         )
+
+    for _, end, logs in scan_ranges(
+        fetch, start=start, end=head.number, max_range=settings.LOG_BLOCK_RANGE
+    ):
         with transaction.atomic():
             for log in logs:
                 strategies, token, amount, start_timestamp, duration = log.values[3]
@@ -175,7 +177,6 @@ def rewards_index(*, lat: Lat, gateway: Gateway | None = None) -> RewardsSummary
             RewardsCheckpoint.objects.update_or_create(
                 avs_id=lat.avs_id, defaults={"block_number": end}
             )
-        start = end + 1
     return RewardsSummary(new=new, at=at)
 
 

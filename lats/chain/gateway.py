@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 from eth_abi import decode as abi_decode
@@ -32,6 +32,7 @@ BEACON_CHAIN_STRATEGY = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
 MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11"
 ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
 ABI_DIR = Path(__file__).resolve().parent / "abi"
+T = TypeVar("T")
 
 
 class ChainError(Exception):
@@ -39,7 +40,15 @@ class ChainError(Exception):
 
 
 class ChainUnavailable(ChainError):
-    """The node could not be reached, timed out, or answered something that is not JSON-RPC."""
+    """The node could not be reached, timed out, or answered something that is not JSON-RPC.
+
+    `refused` is set when the node answered with a JSON-RPC error (a limit it enforces, such as
+    the block range of eth_getLogs) rather than failing to answer.
+    """
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class ChainCallReverted(ChainError):
@@ -293,7 +302,7 @@ class Gateway:
             message = str(error.get("message", "")) if isinstance(error, dict) else str(error)
             if (isinstance(data, str) and data.startswith("0x")) or "revert" in message.lower():
                 raise decode_revert(data if isinstance(data, str) else None)
-            raise ChainUnavailable(f"the node refused {method}: {message[:200]}")
+            raise ChainUnavailable(f"the node refused {method}: {message[:200]}", refused=True)
         return response["result"]
 
     def request(self, method: str, params: list[Any]) -> Any:
@@ -711,6 +720,27 @@ class Gateway:
         except (TypeError, ValueError) as exc:
             raise ChainUnavailable("the node answered the simulation with garbage") from exc
         return Simulation(success=True, shares=tuple(int(s) for s in shares), reason="", gas=quote)
+
+
+def scan_ranges(
+    fetch: Callable[[int, int], T], *, start: int, end: int, max_range: int
+) -> Iterator[tuple[int, int, T]]:
+    """`fetch(first, last)` over the blocks start..end in ranges of at most `max_range`, as
+    (first, last, result). A range the node refuses is halved until it is accepted (a node that
+    cannot be reached is not retried here); after each success the range grows back."""
+    span = max_range
+    while start <= end:
+        last = min(start + span - 1, end)
+        try:
+            result = fetch(start, last)
+        except ChainUnavailable as exc:
+            if not exc.refused or span == 1:
+                raise
+            span = max(span // 2, 1)
+            continue
+        yield start, last, result
+        start = last + 1
+        span = min(span * 2, max_range)
 
 
 # --- one Web3 per process and chain ---------------------------------------------------------

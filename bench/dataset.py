@@ -252,6 +252,7 @@ def _seed_world(deposits: int) -> list[dict]:
 
     from deposits.models import DepositCheckpoint
     from lats.models import Avs, FeeStructure, Lat, LatToken, Token
+    from lats.selectors import APY_WINDOWS
     from metrics.models import MetricSnapshot
     from operators.models import NodeAsset, Operator, OperatorAvsSplit, StakerNode
 
@@ -334,17 +335,7 @@ def _seed_world(deposits: int) -> list[dict]:
                         "nativeApy": f"{0.3 + w * 0.01:.4f}",
                         "totalApy": f"{4.9 + n * 0.4 + w * 0.05:.4f}",
                     }
-                    for w, window in enumerate(
-                        (
-                            "current",
-                            "avg30d",
-                            "trailing7d",
-                            "trailing30d",
-                            "trailing3m",
-                            "trailing6m",
-                            "trailing1y",
-                        )
-                    )
+                    for w, window in enumerate(APY_WINDOWS)
                 },
                 state_block=FIRST_BLOCK + 2_700_000,
             )

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import http.client
 import json
 import multiprocessing
 import os
@@ -34,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from array import array
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -122,33 +120,6 @@ def _wrk_post_script(body: bytes) -> Iterator[Path]:
         yield path
 
 
-def _py_post_worker(args: tuple[str, int, str, bytes, float, int]) -> tuple[array, int, int]:
-    """http_load._py_worker, with a POST body."""
-    host, port, path, body, deadline, cap = args
-    latencies = array("d")
-    non200 = errors = 0
-    headers = {"Host": host, "Content-Type": "application/json"}
-    conn = http.client.HTTPConnection(host, port, timeout=10)
-    while time.time() < deadline and (cap == 0 or len(latencies) < cap):
-        started = time.perf_counter()
-        try:
-            conn.request("POST", path, body=body, headers=headers)
-            response = conn.getresponse()
-            response.read()
-        except (OSError, http.client.HTTPException):
-            errors += 1
-            conn.close()
-            conn = http.client.HTTPConnection(host, port, timeout=10)
-            continue
-        latencies.append(time.perf_counter() - started)
-        if response.status != 200:
-            non200 += 1
-        if response.will_close:
-            conn.close()
-    conn.close()
-    return latencies, non200, errors
-
-
 def _py_post(
     url: str, body: bytes, *, duration: float, connections: int, max_requests: int
 ) -> LoadResult:
@@ -157,8 +128,8 @@ def _py_post(
     cap = -(-max_requests // connections) if max_requests else 0
     with multiprocessing.get_context("fork").Pool(connections) as pool:
         started = time.time()
-        job = (parts.hostname, parts.port or 80, path, body, started + duration, cap)
-        results = pool.map(_py_post_worker, [job] * connections)
+        job = (parts.hostname, parts.port or 80, path, started + duration, cap, body)
+        results = pool.map(http_load._py_worker, [job] * connections)
         elapsed = time.time() - started
     return http_load.python_result(url, connections, elapsed, results, max_requests)
 

@@ -179,16 +179,24 @@ def _run_wrk(
 # --- Python fallback --------------------------------------------------------------------------
 
 
-def _py_worker(args: tuple[str, int, str, float, int]) -> tuple[array, int, int]:
-    host, port, path, deadline, cap = args
+def _py_worker(
+    args: tuple[str, int, str, float, int] | tuple[str, int, str, float, int, bytes],
+) -> tuple[array, int, int]:
+    """One keep-alive connection in a closed loop: GET, or POST of a JSON body when the job
+    carries one."""
+    host, port, path, deadline, cap, *rest = args
+    body = rest[0] if rest else None
     latencies = array("d")
     non200 = errors = 0
     conn = http.client.HTTPConnection(host, port, timeout=10)
     headers = {"Host": host}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    method = "GET" if body is None else "POST"
     while time.time() < deadline and (cap == 0 or len(latencies) < cap):
         started = time.perf_counter()
         try:
-            conn.request("GET", path, headers=headers)
+            conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
             response.read()
         except (OSError, http.client.HTTPException):

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max
 
 from deposits.models import Deposit, DepositCheckpoint
 from lats.chain.gateway import ChainError, Gateway, gateway_for, scan_ranges
@@ -161,11 +160,15 @@ def deposit_record_events(*, lat: Lat, events: Iterable[DepositEvent]) -> int:
     new = [e for e in events if (e.tx_hash, e.log_index) not in existing]
     if not new:
         return 0
-    top = Deposit.objects.aggregate(top=Max("seq"))["top"] or 0
     first = new[0]
-    last = Deposit.objects.order_by("-seq").values_list("block_number", "log_index", "chain_id")
-    newest = last.first()  # the newest stored deposit: seq follows the key
-    out_of_order = newest is not None and newest > (
+    # The newest stored deposit (seq follows the key): the top rank and where new rows go.
+    newest = (
+        Deposit.objects.order_by("-seq")
+        .values_list("seq", "block_number", "log_index", "chain_id")
+        .first()
+    )
+    top = newest[0] if newest else 0
+    out_of_order = newest is not None and newest[1:] > (
         first.block_number,
         first.log_index,
         lat.chain_id,

@@ -71,11 +71,12 @@ def _fmt(value: Decimal) -> str:
     return format(value.quantize(Decimal("0.0001")).normalize(), "f")
 
 
-def _submissions(*, lat: Lat, links, until: datetime) -> list[RewardSubmission]:
-    """The AVS's reward submissions to any of the LAT's strategies that started by `until`."""
+def _submissions(*, lat: Lat, links, until: datetime) -> list[tuple[RewardSubmission, Decimal]]:
+    """The AVS's reward submissions to any of the LAT's strategies that started by `until`,
+    each with its amount in ETH (valued once, for every window)."""
     strategies = {link.strategy_address for link in links}
     return [
-        submission
+        (submission, _reward_eth(lat, links, submission))
         for submission in RewardSubmission.objects.filter(
             avs_id=lat.avs_id, start_timestamp__lte=int(until.timestamp())
         )
@@ -98,7 +99,11 @@ def _reward_eth(lat: Lat, links, submission: RewardSubmission) -> Decimal:
 
 
 def _rewards_apy(
-    lat, links, submissions, stake_eth: Decimal, *, now: datetime, span: timedelta
+    submissions: list[tuple[RewardSubmission, Decimal]],
+    stake_eth: Decimal,
+    *,
+    now: datetime,
+    span: timedelta,
 ) -> Decimal:
     """AVS rewards APY of the LAT's stake over the window (now - span, now], percent.
 
@@ -112,13 +117,13 @@ def _rewards_apy(
     end = int(now.timestamp())
     start = end - int(span.total_seconds())
     earned = Decimal(0)
-    for submission in submissions:
+    for submission, amount_eth in submissions:
         paid_from = submission.start_timestamp
         paid_to = submission.start_timestamp + submission.duration
         overlap = min(paid_to, end) - max(paid_from, start)
         if overlap <= 0 or not submission.duration:
             continue
-        earned += _reward_eth(lat, links, submission) * overlap / submission.duration
+        earned += amount_eth * overlap / submission.duration
     return earned * YEAR / Decimal(end - start) / stake_eth * 100
 
 
@@ -199,7 +204,7 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
     for window, span in WINDOWS.items():
         then = history.filter(timestamp__gte=now - span).order_by("timestamp").first()
         native = _native_apy(now, rate_now, then)
-        rewards = _rewards_apy(lat, links, submissions, tvl.staked_tvl, now=now, span=span)
+        rewards = _rewards_apy(submissions, tvl.staked_tvl, now=now, span=span)
         apys[window] = {
             "apy": _fmt(rewards),
             "baseApy": _fmt(base),

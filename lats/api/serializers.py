@@ -139,14 +139,6 @@ class LatDetailSerializer(LatSerializer):
         source="avs", required=False, help_text="Present when withCuratedMetadata=true."
     )
 
-    OPTIONAL = ("tvl", "apys", "curatedMetadata")
-
-    def __init__(self, *args, include: tuple[str, ...] = OPTIONAL, **kwargs):
-        super().__init__(*args, **kwargs)
-        for name in self.OPTIONAL:
-            if name not in include:
-                self.fields.pop(name)
-
 
 class LatTokenListSerializer(serializers.Serializer):
     data = LatTokenWithRefIdSerializer(many=True, read_only=True)

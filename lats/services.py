@@ -233,11 +233,9 @@ def lat_import_manifests(*, manifests: list[Manifest]) -> list[Lat]:
                 **values,
             )
         else:
-            changed = [k for k, v in values.items() if getattr(lat, k) != v]
-            for key in changed:
-                setattr(lat, key, values[key])
+            changed = assign_changed(lat, values)
             if changed:
-                lat.save(update_fields=[k if k != "avs" else "avs_id" for k in changed])
+                lat.save(update_fields=changed)
         for token, feed in m.price_feeds.items():
             PriceFeed.objects.update_or_create(
                 chain_id=m.chain_id, token_address=token, defaults={"feed_address": feed}
@@ -285,7 +283,7 @@ class RefreshSummary:
     changed: int  # rows written
 
 
-def _set(obj, values: dict[str, Any]) -> list[str]:
+def assign_changed(obj, values: dict[str, Any]) -> list[str]:
     """Assign changed values; return the changed field names."""
     changed = []
     for key, value in values.items():
@@ -305,7 +303,7 @@ def _unit_eth_price(lat: Lat, gateway: Gateway, block: Block) -> int:
     if feed is None:
         return int(lat.unit_eth_price)
     answer, decimals = gateway.price_feed(feed=feed.feed_address, block=block)
-    changes = _set(feed, {"answer": answer, "decimals": decimals})
+    changes = assign_changed(feed, {"answer": answer, "decimals": decimals})
     if changes:
         feed.updated_at = timezone.now()
         feed.save(update_fields=[*changes, "updated_at"])
@@ -387,7 +385,7 @@ def _node_creations(lat: Lat, gateway: Gateway, block: Block, new_nodes: list[st
 
 def _store_lat(lat: Lat, state, unit_price: int) -> int:
     changed = 0
-    fields = _set(
+    fields = assign_changed(
         lat,
         {
             "name": state.name,
@@ -401,7 +399,7 @@ def _store_lat(lat: Lat, state, unit_price: int) -> int:
     )
     base = next((t for t in state.tokens if t.address == lat.base_asset), None)
     if base is not None:
-        fields += _set(lat, {"base_asset_symbol": base.symbol})
+        fields += assign_changed(lat, {"base_asset_symbol": base.symbol})
     if fields:
         lat.save(update_fields=fields)
         changed += 1
@@ -415,7 +413,7 @@ def _store_lat(lat: Lat, state, unit_price: int) -> int:
         token_fields = (
             []
             if created
-            else _set(token, {"symbol": t.symbol, "name": t.name, "decimals": t.decimals})
+            else assign_changed(token, {"symbol": t.symbol, "name": t.name, "decimals": t.decimals})
         )
         if token_fields:
             token.save(update_fields=token_fields)
@@ -432,7 +430,7 @@ def _store_lat(lat: Lat, state, unit_price: int) -> int:
         if link is None:
             LatToken.objects.create(lat=lat, token=token, **values)
             changed += 1
-        elif link_fields := _set(link, values):
+        elif link_fields := assign_changed(link, values):
             link.save(update_fields=link_fields)
             changed += 1
     if links:  # tokens the LAT no longer supports
@@ -548,7 +546,7 @@ def avs_apply_metadata(*, avs: Avs, uri: str, document: dict[str, Any], block: i
     for key, field in METADATA_FIELDS.items():
         if field not in locked.staff_edited_fields:
             values[field] = _document_value(field, document.get(key))
-    changed = _set(locked, values)
+    changed = assign_changed(locked, values)
     if changed:
         locked.save(update_fields=changed)
     for field in changed:

@@ -15,7 +15,7 @@ from deposits.models import Deposit
 from lats.chain.gateway import Gateway, gateway_for, scan_ranges
 from lats.models import Lat, PriceFeed, Token
 from lats.selectors import APY_WINDOWS, WAD, lat_exchange_rate_unit, lat_tvl, to_eth, token_links
-from lats.services import chain_confirmations
+from lats.services import assign_changed, chain_confirmations
 from latsite.api.documents import documents_changed
 from metrics.models import MetricSnapshot, RewardsCheckpoint, RewardSubmission
 
@@ -229,9 +229,7 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
     if snapshot is None:
         snapshot = MetricSnapshot.objects.create(lat=lat, timestamp=hour, **values)
     else:
-        changed = [k for k, v in values.items() if getattr(snapshot, k) != values[k]]
-        for key in changed:
-            setattr(snapshot, key, values[key])
+        changed = assign_changed(snapshot, values)
         if changed:
             snapshot.save(update_fields=changed)
     # avg30d: the mean of the last 30 daily values (each day's last snapshot).

@@ -90,12 +90,23 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Cache and shared counters: Redis when REDIS_URL is set, local memory otherwise.
 REDIS_URL = env.str("REDIS_URL", default="")
+# A Redis that is down, or accepts connections and never answers, costs a request at most these
+# timeouts (seconds): the API then answers from the database (rate limits fail open, the
+# read-document cache is bypassed).
+REDIS_CONNECT_TIMEOUT = env.float("REDIS_CONNECT_TIMEOUT", default=0.5)
+REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=0.5)
+# After a Redis failure, a process leaves Redis alone for this long (seconds) before trying again.
+REDIS_RETRY_AFTER = env.float("REDIS_RETRY_AFTER", default=5.0)
 if REDIS_URL:
     CACHES = {
         "default": {
             "BACKEND": "django_redis.cache.RedisCache",
             "LOCATION": REDIS_URL,
-            "OPTIONS": {"CLIENT_CLASS": "django_redis.client.DefaultClient"},
+            "OPTIONS": {
+                "CLIENT_CLASS": "django_redis.client.DefaultClient",
+                "SOCKET_CONNECT_TIMEOUT": REDIS_CONNECT_TIMEOUT,
+                "SOCKET_TIMEOUT": REDIS_SOCKET_TIMEOUT,
+            },
             "KEY_PREFIX": "lat",
         }
     }
@@ -156,6 +167,8 @@ CORS_ALLOW_HEADERS = ["accept", "content-type", "x-api-token"]
 # Rate limits (decisions.md): per client IP without a key, per key with one.
 RATE_LIMIT_ANON = env.str("RATE_LIMIT_ANON", default="100/min")
 RATE_LIMIT_KEYED = env.str("RATE_LIMIT_KEYED", default="1000/min")
+# simulate-deposit calls a node per request: a stricter limit of its own, on top of the above.
+RATE_LIMIT_SIMULATE = env.str("RATE_LIMIT_SIMULATE", default="20/min")
 # Proxies in front of the service that append to X-Forwarded-For (0: use the peer address).
 REST_FRAMEWORK_NUM_PROXIES = env.int("NUM_PROXIES", default=0)
 
@@ -213,6 +226,13 @@ SPECTACULAR_SETTINGS = {
 BENCH_BASELINE = env.bool("BENCH_BASELINE", default=False)
 # Largest body POST /lat/{address}/deposit and /simulate-deposit accept, bytes (else a 400).
 DEPOSIT_BODY_MAX_BYTES = env.int("DEPOSIT_BODY_MAX_BYTES", default=16384)
+# Most entries (assets/amounts) one deposit request may carry (else a 422).
+DEPOSIT_MAX_ASSETS = env.int("DEPOSIT_MAX_ASSETS", default=32)
+# simulate-deposit: a total deadline per simulation (seconds; past it a 500 saying the node did
+# not answer in time), and at most this many simulations waiting on a node per process, so that
+# a dead node never ties up the workers that serve the read endpoints.
+SIMULATE_TIMEOUT = env.float("SIMULATE_TIMEOUT", default=5.0)
+SIMULATE_MAX_IN_FLIGHT = env.int("SIMULATE_MAX_IN_FLIGHT", default=4)
 
 # Chain access: RPC_URL is the default node; RPC_URL_<chainId> overrides it per chain.
 RPC_URL = env.str("RPC_URL", default="")
@@ -222,6 +242,27 @@ RPC_URLS = {
     if (m := re.fullmatch(r"RPC_URL_(\d+)", key)) and value
 }
 RPC_TIMEOUT = env.float("RPC_TIMEOUT", default=10.0)
+# Most requests in one JSON-RPC batch (block headers, plain eth_calls); larger sets are chunked.
+RPC_BATCH_SIZE = env.int("RPC_BATCH_SIZE", default=100)
+# Multicall3: used where it has code (checked once per node and remembered); elsewhere reads
+# take a route that needs no deployed helper. MULTICALL3_ADDRESS_<chainId> overrides the address
+# per chain; an empty value turns Multicall3 off (for every chain, or for that chain).
+MULTICALL3_ADDRESS = env.str(
+    "MULTICALL3_ADDRESS", default="0xcA11bde05977b3631167028862bE2a173976CA11"
+)
+MULTICALL3_ADDRESSES = {
+    int(m.group(1)): value.strip()
+    for key, value in env.ENVIRON.items()
+    if (m := re.fullmatch(r"MULTICALL3_ADDRESS_(\d+)", key))
+}
+# A reorg deeper than this many blocks stops indexing the LAT (an error recorded for ops)
+# instead of deleting history; REORG_MAX_DEPTH_<chainId> overrides per chain.
+REORG_MAX_DEPTH = env.int("REORG_MAX_DEPTH", default=64)
+REORG_MAX_DEPTH_BY_CHAIN = {
+    int(m.group(1)): int(value)
+    for key, value in env.ENVIRON.items()
+    if (m := re.fullmatch(r"REORG_MAX_DEPTH_(\d+)", key))
+}
 # Blocks behind the head that the deposit indexer stays (reorg safety). Local dev chains
 # (chain id 31337) default to 0; CHAIN_CONFIRMATIONS_<chainId> overrides per chain.
 CHAIN_CONFIRMATIONS = env.int("CHAIN_CONFIRMATIONS", default=12)
@@ -252,6 +293,17 @@ CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=360)
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Workers and beat reconnect by themselves when Redis goes away: retry for ever, and never wait
+# on a broker socket longer than the timeouts below.
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 5,
+    "socket_timeout": 10,
+    "retry_on_timeout": True,
+    "health_check_interval": 10,
+    "socket_keepalive": True,
+}
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 
 LOGGING = {

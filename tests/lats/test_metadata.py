@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from lats.services import MetadataUnavailable, avs_apply_metadata, metadata_fetch
+from lats.metadata import MetadataUnavailable, metadata_fetch
+from lats.services import avs_apply_metadata
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ TEST_ENV := DJANGO_DEBUG=false DJANGO_SECRET_KEY=test-only-secret-key-not-for-pr
 	SECURE_SSL_REDIRECT=false SESSION_COOKIE_SECURE=false CSRF_COOKIE_SECURE=false \
 	DATABASE_URL=$${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/lat} \
 	REDIS_URL=$${TEST_REDIS_URL:-redis://127.0.0.1:6379/15} \
-	RATE_LIMIT_ANON=1000000/min RATE_LIMIT_KEYED=1000000/min
+	RATE_LIMIT_ANON=1000000/min RATE_LIMIT_KEYED=1000000/min RATE_LIMIT_SIMULATE=1000000/min
 # The demo runs on embedded defaults: SQLite file, local-memory cache, a local anvil chain.
 DEMO_ENV := DJANGO_DEBUG=true
 
@@ -36,7 +36,7 @@ test: install
 demo: install
 	@mkdir -p var
 	$(DEMO_ENV) $(PY) manage.py migrate --noinput
-	$(DEMO_ENV) $(PY) manage.py lat_devnet --import --sync --serve 127.0.0.1:8000
+	$(DEMO_ENV) $(PY) manage.py lat_devnet --import --sync --serve 127.0.0.1:8000 $(DEMO_ARGS)
 
 bench: install
 	$(TEST_ENV) $(PY) bench/run.py $(BENCH_ARGS)

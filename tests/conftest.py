@@ -16,9 +16,10 @@ from lats.chain.devnet import connect, contract, deploy_devnet
 @pytest.fixture(autouse=True)
 def _fresh_documents() -> None:
     """Cached read documents from an earlier test (rolled back) are never served."""
-    from latsite.api.documents import _bump
+    from latsite.api.documents import _bump, _bump_local
 
     _bump()
+    _bump_local()
 
 
 @pytest.fixture
@@ -146,21 +147,61 @@ def dataset(db) -> Dataset:
     return d
 
 
-# --- the chain: one anvil per test worker, the devnet deployed once, reverted per test ---
+# --- the chain: two devnets per test worker, each deployed once, reverted per test ---------
+#
+# Every test that uses `chain` (or `devnet`) runs on both: "multicall3", where Multicall3 has code
+# at its canonical address, and "plain", a chain without it (the gateway's helper-free route).
+# Each is its own anvil, started and deployed the first time a test needs it and kept for the
+# rest of the session, so that pytest's switching between the two parameters costs nothing.
+
+DEVNET_KINDS = ("multicall3", "plain")
+
+
+@dataclass
+class Devnet:
+    kind: str
+    node: AnvilNode
+    manifests: list[dict[str, Any]]
+
+    @property
+    def multicall(self) -> bool:
+        return self.kind == "multicall3"
 
 
 @pytest.fixture(scope="session")
-def anvil_node() -> Iterator[AnvilNode]:
-    """A fresh anvil on a free 127.0.0.1 port, per test worker."""
-    node = start_anvil()
-    yield node
-    node.stop()
+def _devnets() -> Iterator[dict[str, Devnet]]:
+    started: dict[str, Devnet] = {}
+    yield started
+    for devnet in started.values():
+        devnet.node.stop()
+
+
+@pytest.fixture(scope="session", params=DEVNET_KINDS)
+def devnet_kind(request: pytest.FixtureRequest, _devnets: dict[str, Devnet]) -> Devnet:
+    """One of the two devnets (a fresh anvil on a free 127.0.0.1 port, per test worker, with
+    the demo LATs deployed before any snapshot)."""
+    kind = request.param
+    if kind not in _devnets:
+        node = start_anvil()
+        try:
+            manifests = deploy_devnet(node.url, multicall=kind == "multicall3")
+        except BaseException:
+            node.stop()
+            raise
+        _devnets[kind] = Devnet(kind, node, manifests)
+    return _devnets[kind]
 
 
 @pytest.fixture(scope="session")
-def devnet(anvil_node: AnvilNode) -> list[dict[str, Any]]:
-    """The demo LAT manifests (deployed once per session, before any snapshot)."""
-    return deploy_devnet(anvil_node.url)
+def anvil_node(devnet_kind: Devnet) -> AnvilNode:
+    """The anvil of the devnet under test."""
+    return devnet_kind.node
+
+
+@pytest.fixture(scope="session")
+def devnet(devnet_kind: Devnet) -> list[dict[str, Any]]:
+    """The demo LAT manifests of the devnet under test."""
+    return devnet_kind.manifests
 
 
 @dataclass
@@ -168,6 +209,11 @@ class Chain:
     url: str
     w3: Web3
     manifests: list[dict[str, Any]]
+    kind: str = "multicall3"  # or "plain": no Multicall3 on this chain
+
+    @property
+    def multicall(self) -> bool:
+        return self.kind == "multicall3"
 
     def lat(self, symbol: str) -> dict[str, Any]:
         return next(m for m in self.manifests if m["symbol"] == symbol)
@@ -186,10 +232,10 @@ class Chain:
 
 
 @pytest.fixture
-def chain(anvil_node: AnvilNode, devnet: list[dict[str, Any]]) -> Iterator[Chain]:
+def chain(devnet_kind: Devnet) -> Iterator[Chain]:
     """The devnet, with whatever the test does undone afterwards (evm_snapshot/evm_revert)."""
-    w3 = connect(anvil_node.url)
-    state = Chain(anvil_node.url, w3, devnet)
+    w3 = connect(devnet_kind.node.url)
+    state = Chain(devnet_kind.node.url, w3, devnet_kind.manifests, devnet_kind.kind)
     snapshot = state.rpc("evm_snapshot")
     try:
         yield state

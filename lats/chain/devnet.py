@@ -13,8 +13,12 @@ Each AVS announces its metadata with ``AVSDirectory.updateAVSMetadataURI`` as an
 ``data:application/json;base64,...`` URI holding EigenLayer's metadata JSON (name, website,
 description, logo, twitter), so the service can read it without network access.
 
-``python -m lats.chain.devnet [--rpc-url URL] [--out DIR]`` deploys and prints (or writes)
-the manifests.
+Multicall3 is put at its canonical address unless ``multicall=False``: a devnet without it is
+a chain like any other that lacks the helper, where the service must read through its plain
+route.
+
+``python -m lats.chain.devnet [--rpc-url URL] [--out DIR] [--no-multicall]`` deploys and prints
+(or writes) the manifests.
 """
 
 from __future__ import annotations
@@ -301,6 +305,15 @@ def install_multicall3(w3: Web3) -> str:
     return MULTICALL3_ADDRESS
 
 
+def remove_multicall3(w3: Web3) -> None:
+    """Take any code away from Multicall3's canonical address (anvil_setCode), for a devnet that
+    must lack it."""
+    if len(w3.eth.get_code(MULTICALL3_ADDRESS)) != 0:
+        response = w3.provider.make_request("anvil_setCode", [MULTICALL3_ADDRESS, "0x"])
+        if "error" in response:
+            raise DevnetError(f"anvil_setCode failed: {response['error']}")
+
+
 # ----- the shared EigenLayer and tokens -----
 
 
@@ -319,14 +332,15 @@ class Core:
         return self.accounts[index]
 
 
-def deploy_core(w3: Web3) -> Core:
+def deploy_core(w3: Web3, *, multicall: bool = True) -> Core:
     """Deploy the EigenLayer stand-ins, the test tokens with their strategies and price feeds,
-    and register the operators (operator 5 slashed by 10 %)."""
+    and register the operators (operator 5 slashed by 10 %); Multicall3 too when asked."""
     accounts = [Web3.to_checksum_address(a) for a in w3.eth.accounts]
     if len(accounts) <= PROXY_ADMIN:
         raise DevnetError(f"the node has {len(accounts)} accounts; the devnet needs 20")
     owner = accounts[DEPLOYER]
-    install_multicall3(w3)
+    if multicall:
+        install_multicall3(w3)
     sm = contract(w3, "StrategyManager", _deploy(w3, "StrategyManager", owner).address)
     dm = contract(
         w3, "DelegationManager", _deploy(w3, "DelegationManager", owner, sm.address).address
@@ -548,10 +562,11 @@ def _submit_rewards(w3: Web3, core: Core, spec: LatSpec, avs: str) -> None:
 # ----- public entry points -----
 
 
-def deploy_devnet(rpc_url: str) -> list[dict[str, Any]]:
-    """Deploy the shared EigenLayer, tokens and the DEMO_LATS; return their manifests."""
+def deploy_devnet(rpc_url: str, *, multicall: bool = True) -> list[dict[str, Any]]:
+    """Deploy the shared EigenLayer, tokens and the DEMO_LATS; return their manifests. With
+    ``multicall=False`` Multicall3 is not installed (the chain gets no helper contract)."""
     w3 = connect(rpc_url)
-    core = deploy_core(w3)
+    core = deploy_core(w3, multicall=multicall)
     return [deploy_lat(w3, core, spec) for spec in DEMO_LATS]
 
 
@@ -666,8 +681,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lats.chain.devnet", description=__doc__)
     parser.add_argument("--rpc-url", default="http://127.0.0.1:8545")
     parser.add_argument("--out", help="directory to write <symbol>.json manifests into")
+    parser.add_argument(
+        "--no-multicall", action="store_true", help="do not install Multicall3 on the chain"
+    )
     args = parser.parse_args(argv)
-    manifests = deploy_devnet(args.rpc_url)
+    manifests = deploy_devnet(args.rpc_url, multicall=not args.no_multicall)
     if args.out:
         for path in write_manifests(manifests, args.out):
             print(path)

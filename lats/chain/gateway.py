@@ -1,10 +1,13 @@
 """The chain gateway: the only code that talks JSON-RPC to a node.
 
 One `Web3` per process and chain id, with an explicit timeout. Every read takes a block number so
-that one refresh sees one state; reads are batched (Multicall3 `aggregate3`, or a JSON-RPC batch
-for what Multicall cannot carry); results are frozen dataclasses of `int` and `str`. Transport
-failures and garbage become `ChainUnavailable`; reverts become `ChainCallReverted` with the
-decoded reason. Nothing here touches the ORM.
+that one refresh sees one state; reads are batched: through Multicall3 `aggregate3` where the
+configured address holds code (asked once per gateway), else as JSON-RPC batches of plain
+`eth_call`s, chunked at `batch_size` requests, with the same typed results at the same block.
+Results are frozen dataclasses of `int` and `str`. Transport failures and garbage become
+`ChainUnavailable`; reverts become `ChainCallReverted` with the decoded reason. web3 itself never
+retries (one retry policy: the jobs'). Nothing here touches the ORM or Django's settings (only
+`gateway_for` reads them).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from web3 import HTTPProvider, Web3
 
 BEACON_CHAIN_STRATEGY = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
 MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11"
+DEFAULT_BATCH_SIZE = 100
 ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
 ABI_DIR = Path(__file__).resolve().parent / "abi"
 T = TypeVar("T")
@@ -280,12 +284,61 @@ def _address_topic(topic: str) -> str:
     return to_checksum_address("0x" + topic[-40:])
 
 
-class Gateway:
-    """Reads one chain through one node."""
+def _hex_bytes(raw: Any, method: str) -> bytes:
+    if not isinstance(raw, str) or not raw.startswith("0x"):
+        raise ChainUnavailable(f"the node answered {method} with something that is not hex data")
+    try:
+        return bytes.fromhex(raw[2:])
+    except ValueError as exc:
+        raise ChainUnavailable(f"the node answered {method} with malformed hex data") from exc
 
-    def __init__(self, w3: Web3, *, multicall: str = MULTICALL3_ADDRESS) -> None:
+
+def _outcome(fn: Function, success: bool, data: bytes) -> tuple | ChainCallReverted:
+    """One call's result as aggregate3's allowFailure gives it: the decoded outputs, or the
+    revert; an empty answer where outputs are expected means no code at the address."""
+    if not success:
+        return decode_revert(data)
+    if not data and fn.outputs:
+        return ChainCallReverted(f"{fn.name}: no contract code at the address")
+    return fn.decode(data)
+
+
+# Messages with which nodes report a call that failed in the EVM without reverting (an invalid
+# opcode, out of gas, a bad jump): aggregate3 reports those as a failed call with no data.
+_EVM_FAILURES = (
+    "out of gas",
+    "invalid opcode",
+    "invalidfeopcode",
+    "opcodenotfound",
+    "invalid jump",
+    "stack underflow",
+    "stack overflow",
+    "evm error",
+)
+
+
+class Gateway:
+    """Reads one chain through one node.
+
+    `multicall` is the address of a Multicall3 on that chain ("" or None: never use one); whether
+    it holds code is asked on the first batched read and remembered. `batch_size` is the most
+    requests one JSON-RPC batch carries.
+    """
+
+    def __init__(
+        self,
+        w3: Web3,
+        *,
+        multicall: str | None = MULTICALL3_ADDRESS,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
         self.w3 = w3
-        self.multicall_address = to_checksum_address(multicall)
+        self.multicall_address = to_checksum_address(multicall) if multicall else None
+        self.batch_size = batch_size
+        self._multicall_lock = threading.Lock()
+        self._multicall_has_code: bool | None = None
 
     # transport ------------------------------------------------------------------------------
 
@@ -302,6 +355,8 @@ class Gateway:
             message = str(error.get("message", "")) if isinstance(error, dict) else str(error)
             if (isinstance(data, str) and data.startswith("0x")) or "revert" in message.lower():
                 raise decode_revert(data if isinstance(data, str) else None)
+            if method == "eth_call" and any(f in message.lower() for f in _EVM_FAILURES):
+                raise decode_revert(None)
             raise ChainUnavailable(f"the node refused {method}: {message[:200]}", refused=True)
         return response["result"]
 
@@ -315,9 +370,14 @@ class Gateway:
         return self._check(response, method)
 
     def batch(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
-        """A JSON-RPC batch; each item is its result or the ChainError it raised."""
-        if not calls:
-            return []
+        """JSON-RPC batches of at most `batch_size` requests; each item is its result or the
+        ChainError it raised."""
+        out: list[Any] = []
+        for start in range(0, len(calls), self.batch_size):
+            out += self._batch_chunk(calls[start : start + self.batch_size])
+        return out
+
+    def _batch_chunk(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
         try:
             responses = self.w3.provider.make_batch_request(list(calls))
         except (requests.RequestException, OSError, ValueError, TimeoutError) as exc:
@@ -358,7 +418,7 @@ class Gateway:
         return None if raw is None else self._block(raw)
 
     def blocks(self, numbers: Iterable[int], *, missing_ok: bool = False) -> dict[int, Block]:
-        """Blocks by number in one JSON-RPC batch; with missing_ok, absent ones are left out."""
+        """Blocks by number in JSON-RPC batches; with missing_ok, absent ones are left out."""
         wanted = sorted(set(numbers))
         results = self.batch([("eth_getBlockByNumber", [hex(n), False]) for n in wanted])
         out = {}
@@ -382,30 +442,69 @@ class Gateway:
         tx: dict[str, str] = {"to": to, "data": "0x" + data.hex()}
         if sender:
             tx["from"] = sender
-        raw = self.request("eth_call", [tx, hex(block)])
-        return bytes.fromhex(str(raw).removeprefix("0x"))
+        return _hex_bytes(self.request("eth_call", [tx, hex(block)]), "eth_call")
+
+    def multicall_available(self) -> bool:
+        """Whether batched reads go through Multicall3: an address is configured and holds code
+        (asked once per gateway, at the latest block, and remembered)."""
+        if self.multicall_address is None:
+            return False
+        if self._multicall_has_code is None:
+            with self._multicall_lock:
+                if self._multicall_has_code is None:
+                    self._multicall_has_code = bool(self.code_at(self.multicall_address))
+        return self._multicall_has_code
 
     def multicall(
         self, calls: Sequence[tuple[str, Function, tuple]], *, block: int
     ) -> list[tuple | ChainCallReverted]:
-        """Many view calls in one eth_call through Multicall3, each allowed to fail."""
+        """Many view calls at one block, each allowed to fail: one eth_call to Multicall3's
+        aggregate3 where it has code, else JSON-RPC batches of plain eth_calls. Both routes give
+        the same list: each call's decoded outputs, or its ChainCallReverted."""
         if not calls:
             return []
+        if self.multicall_available():
+            results = self._aggregate3(calls, block=block)
+            if results is not None:
+                return results
+        return self._plain_calls(calls, block=block)
+
+    def _aggregate3(
+        self, calls: Sequence[tuple[str, Function, tuple]], *, block: int
+    ) -> list[tuple | ChainCallReverted] | None:
+        """The calls through aggregate3; None where Multicall3 has no code at that block (one
+        older than its deployment, or a node that lost it since it was asked)."""
         aggregate3 = function("Multicall3", "aggregate3")
         payload = [(to, True, fn.encode(*args)) for to, fn, args in calls]
-        (results,) = aggregate3.decode(
-            self.call(self.multicall_address, aggregate3.encode(payload), block=block)
-        )
+        answer = self.call(self.multicall_address, aggregate3.encode(payload), block=block)
+        if not answer:
+            return None
+        (results,) = aggregate3.decode(answer)
         if len(results) != len(calls):
             raise ChainUnavailable("Multicall3 answered the wrong number of results")
+        return [
+            _outcome(fn, success, data)
+            for (success, data), (_, fn, _) in zip(results, calls, strict=True)
+        ]
+
+    def _plain_calls(
+        self, calls: Sequence[tuple[str, Function, tuple]], *, block: int
+    ) -> list[tuple | ChainCallReverted]:
+        """The calls as plain eth_calls in JSON-RPC batches: needs no helper on the chain."""
+        answers = self.batch(
+            [
+                ("eth_call", [{"to": to, "data": "0x" + fn.encode(*args).hex()}, hex(block)])
+                for to, fn, args in calls
+            ]
+        )
         out: list[tuple | ChainCallReverted] = []
-        for (success, data), (_, fn, _) in zip(results, calls, strict=True):
-            if not success:
-                out.append(decode_revert(data))
-            elif not data and fn.outputs:
-                out.append(ChainCallReverted(f"{fn.name}: no contract code at the address"))
+        for answer, (_, fn, _) in zip(answers, calls, strict=True):
+            if isinstance(answer, ChainCallReverted):
+                out.append(answer)
+            elif isinstance(answer, ChainError):
+                raise answer
             else:
-                out.append(fn.decode(data))
+                out.append(_outcome(fn, True, _hex_bytes(answer, "eth_call")))
         return out
 
     def _strict(self, calls, *, block: int) -> list[tuple]:
@@ -746,11 +845,18 @@ def scan_ranges(
 # --- one Web3 per process and chain ---------------------------------------------------------
 
 _lock = threading.Lock()
-_gateways: dict[tuple[str, float], Gateway] = {}
+_gateways: dict[tuple[str, float, str, int], Gateway] = {}
 
 
-def gateway_for_url(url: str, *, timeout: float) -> Gateway:
-    key = (url, timeout)
+def gateway_for_url(
+    url: str,
+    *,
+    timeout: float,
+    multicall: str | None = MULTICALL3_ADDRESS,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> Gateway:
+    """The process's gateway to the node at `url` (one per URL and options)."""
+    key = (url, timeout, multicall or "", batch_size)
     with _lock:
         gateway = _gateways.get(key)
         if gateway is None:
@@ -759,8 +865,13 @@ def gateway_for_url(url: str, *, timeout: float) -> Gateway:
             session = requests.Session()
             session.trust_env = False
             session.proxies = requests.utils.get_environ_proxies(url)
-            provider = HTTPProvider(url, request_kwargs={"timeout": timeout}, session=session)
-            gateway = Gateway(Web3(provider))
+            provider = HTTPProvider(
+                url,
+                request_kwargs={"timeout": timeout},
+                session=session,
+                exception_retry_configuration=None,  # the jobs retry; web3 never does
+            )
+            gateway = Gateway(Web3(provider), multicall=multicall, batch_size=batch_size)
             _gateways[key] = gateway
         return gateway
 
@@ -772,9 +883,16 @@ def rpc_url_for(chain_id: int, *, urls: dict[int, str], default: str) -> str:
     return url
 
 
-def gateway_for(chain_id: int) -> Gateway:
-    """The gateway of a chain, from RPC_URL_<chainId> or RPC_URL."""
+def gateway_for(chain_id: int, *, timeout: float | None = None) -> Gateway:
+    """The gateway of a chain, from RPC_URL_<chainId> or RPC_URL, with that chain's Multicall3
+    address (MULTICALL3_ADDRESS_<chainId> or MULTICALL3_ADDRESS; empty: off) and RPC_BATCH_SIZE.
+    `timeout` defaults to RPC_TIMEOUT (simulate-deposit passes SIMULATE_TIMEOUT)."""
     from django.conf import settings
 
     url = rpc_url_for(chain_id, urls=settings.RPC_URLS, default=settings.RPC_URL)
-    return gateway_for_url(url, timeout=settings.RPC_TIMEOUT)
+    return gateway_for_url(
+        url,
+        timeout=settings.RPC_TIMEOUT if timeout is None else timeout,
+        multicall=settings.MULTICALL3_ADDRESSES.get(chain_id, settings.MULTICALL3_ADDRESS),
+        batch_size=settings.RPC_BATCH_SIZE,
+    )

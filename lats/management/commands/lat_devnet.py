@@ -11,7 +11,14 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from lats.chain.anvil import AnvilError, start_anvil
-from lats.chain.devnet import deploy_devnet, write_manifests
+from lats.chain.devnet import (
+    DevnetError,
+    connect,
+    deploy_devnet,
+    install_multicall3,
+    remove_multicall3,
+    write_manifests,
+)
 from lats.chain.gateway import ChainError, gateway_for_url
 
 
@@ -36,6 +43,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--sync", action="store_true", help="run lat_sync once")
         parser.add_argument(
+            "--no-multicall",
+            dest="multicall",
+            action="store_false",
+            help="a chain without Multicall3 (taken away if a kept chain has it): the service "
+            "reads through its helper-free route",
+        )
+        parser.add_argument(
             "--serve", metavar="ADDR:PORT", help="then serve the API (runserver) until interrupted"
         )
 
@@ -50,7 +64,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"anvil at {node.url} (chain {node.chain_id})")
         try:
-            manifests = self._manifests(node.url, manifest_dir)
+            manifests = self._manifests(node.url, manifest_dir, multicall=options["multicall"])
             os.environ["RPC_URL"] = node.url
             settings.RPC_URL = node.url
             paths = sorted(manifest_dir.glob("*.json"))
@@ -64,18 +78,32 @@ class Command(BaseCommand):
         finally:
             node.stop()  # a node this command started; its state is saved to the state file
 
-    def _manifests(self, url: str, manifest_dir: Path) -> list[dict]:
-        """The deployed set's manifests; deploys first when the chain does not have it."""
+    def _manifests(self, url: str, manifest_dir: Path, *, multicall: bool) -> list[dict]:
+        """The deployed set's manifests; deploys first when the chain does not have it. A kept
+        chain gets Multicall3 installed or taken away, as `multicall` asks."""
         existing = [json.loads(p.read_text()) for p in sorted(manifest_dir.glob("*.json"))]
         gateway = gateway_for_url(url, timeout=settings.RPC_TIMEOUT)
         try:
             if existing and all(gateway.code_at(m["proxyAddress"]) for m in existing):
+                self._set_multicall(url, multicall)
                 return existing
         except ChainError as exc:
             raise CommandError(f"the node at {url} does not answer: {exc}") from exc
         self.stdout.write("deploying the demo LATs…")
-        manifests = deploy_devnet(url)
+        manifests = deploy_devnet(url, multicall=multicall)
         for stale in manifest_dir.glob("*.json"):
             stale.unlink()
         write_manifests(manifests, manifest_dir)
+        self._set_multicall(url, multicall)
         return manifests
+
+    def _set_multicall(self, url: str, multicall: bool) -> None:
+        w3 = connect(url)
+        try:
+            if multicall:
+                install_multicall3(w3)
+            else:
+                remove_multicall3(w3)
+        except DevnetError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write("Multicall3 installed" if multicall else "no Multicall3 on this chain")

@@ -11,7 +11,8 @@ Session locks need a real session: behind PgBouncer in transaction mode they do 
 
 On other databases (the SQLite demo) the lock is a cache entry (`cache.add`), shared between
 processes only when the cache is (REDIS_URL set), and expiring after the hard time limit so
-that a crashed holder cannot block the job for ever.
+that a crashed holder cannot block the job for ever. A cache that cannot be reached means the
+lock cannot be taken: the run skips, with a warning.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from contextlib import contextmanager
 from django.conf import settings
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+
+from latsite import redisguard
 
 logger = logging.getLogger(__name__)
 
@@ -68,13 +71,24 @@ def _release(connection, key: int, name: str) -> None:
 
 @contextmanager
 def _cache_lock(key: int) -> Iterator[bool]:
+    """The lock as a cache entry; a cache that cannot be reached means the lock is not taken
+    (the job skips this run and the next scheduled one tries again)."""
     cache_key = f"advisory-lock:{key}"
     token = uuid.uuid4().hex
     timeout = settings.CELERY_TASK_TIME_LIMIT + 60
-    acquired = cache.add(cache_key, token, timeout=timeout)
+    acquired = redisguard.call("job lock", lambda: cache.add(cache_key, token, timeout=timeout))
+    if acquired is redisguard.UNAVAILABLE:
+        logger.warning("The cache is unreachable: lock %s not taken, the job skips this run", key)
+        acquired = False
     try:
         yield acquired
     finally:
-        # Not atomic, but a holder only ever deletes its own token.
-        if acquired and cache.get(cache_key) == token:
-            cache.delete(cache_key)
+        if acquired:
+            redisguard.call("job lock release", lambda: _release_token(cache_key, token))
+
+
+def _release_token(cache_key: str, token: str) -> None:
+    # Not atomic, but a holder only ever deletes its own token. Left in place when the cache
+    # cannot be reached: the entry expires after the hard time limit.
+    if cache.get(cache_key) == token:
+        cache.delete(cache_key)

@@ -2,14 +2,28 @@
 
 Every write to the models the LAT documents are built from bumps a generation token (at once,
 and again when the transaction commits, so that a reader racing the commit cannot pin old data
-under the new token). A cached document is served only while its token is the current one; a
-time-to-live bounds what a cache without shared invalidation (local memory, one per process)
-can serve. With Redis the token and the documents are shared by every process, and a hit costs
-one round trip (MGET of the token and the document).
+under the new token). A cached document is served only while its token is the current one and
+for at most DOCUMENT_CACHE_SECONDS after it was built (checked on read as well as by the cache's
+own expiry, so a late write cannot stretch it); that bound is also what a cache without shared
+invalidation (local memory, one per process) can serve. With Redis the token and the documents
+are shared by every process, and a hit costs one round trip (MGET of the token and the
+document).
+
+Redis is optional here (latsite/redisguard.py): while it cannot be reached, documents are built
+from the database. An invalidation that could not reach Redis is remembered by the process and
+sent again as soon as Redis answers (before the next cached read, on the breaker's recovery,
+and by a timer every REDIS_RETRY_AFTER seconds), so that a write made during an outage is not
+hidden by a document cached before it; documents cached by other processes expire within
+DOCUMENT_CACHE_SECONDS whatever happens. During an outage each process keeps its own documents
+for at most DOCUMENT_FALLBACK_SECONDS (a write in the process drops them at once), so that the
+hot reads stay near their cached speed while another process's writes show up that much later.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -18,35 +32,159 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
 
+from latsite import redisguard
+
+logger = logging.getLogger(__name__)
+
+# Generation keys whose bump could not reach Redis, and the timer that retries them.
+_pending: set[str] = set()
+_pending_lock = threading.Lock()
+_retry_timer: threading.Timer | None = None
+# While Redis is unavailable: this process's documents, key -> (expires at, generation, document).
+_local: dict[str, tuple[float, int, Any]] = {}
+_local_generation = 0
+LOCAL_MAX_DOCUMENTS = 1024
+
 
 def _keys(name: str) -> tuple[str, str]:
     database = connection.settings_dict["NAME"]  # test databases never share documents
     return f"docs-generation:{database}", f"doc:{database}:{name}"
 
 
+def _set_generation(key: str) -> bool:
+    done = redisguard.call(
+        "document invalidation", lambda: cache.set(key, uuid.uuid4().hex, timeout=None)
+    )
+    return done is not redisguard.UNAVAILABLE
+
+
 def _bump() -> None:
-    cache.set(_keys("")[0], uuid.uuid4().hex, timeout=None)
+    key = _keys("")[0]
+    if not _set_generation(key):
+        with _pending_lock:
+            _pending.add(key)
+        _schedule_retry()
+
+
+def retry_pending_bumps() -> bool:
+    """Send the invalidations that could not reach Redis; True when none is left."""
+    with _pending_lock:
+        keys = list(_pending)
+    for key in keys:
+        if not _set_generation(key):
+            return False
+        with _pending_lock:
+            _pending.discard(key)
+    return True
+
+
+def _schedule_retry() -> None:
+    """Retry the pending bumps on a timer, so that a process that only writes (a Celery worker)
+    still invalidates soon after Redis is back."""
+    global _retry_timer
+    with _pending_lock:
+        if _retry_timer is not None and _retry_timer.is_alive():
+            return
+        _retry_timer = threading.Timer(settings.REDIS_RETRY_AFTER, _retry_from_timer)
+        _retry_timer.daemon = True
+        _retry_timer.start()
+
+
+def _retry_from_timer() -> None:
+    global _retry_timer
+    with _pending_lock:
+        _retry_timer = None
+    if not retry_pending_bumps():
+        _schedule_retry()
+
+
+def forget_pending_bumps() -> None:
+    """Drop the pending bumps and their timer (tests)."""
+    global _retry_timer
+    with _pending_lock:
+        _pending.clear()
+        if _retry_timer is not None:
+            _retry_timer.cancel()
+        _retry_timer = None
+
+
+def _on_recovery() -> None:
+    if _pending:
+        retry_pending_bumps()
+
+
+redisguard.breaker.on_recovery(_on_recovery)
+
+
+def _bump_local() -> None:
+    global _local_generation
+    _local_generation += 1
+
+
+def _local_document(key: str, build: Callable[[], Any], seconds: int) -> Any:
+    """The outage path: a document of this process's own, kept for a short while."""
+    now = time.monotonic()
+    entry = _local.get(key)
+    if entry is not None and entry[0] > now and entry[1] == _local_generation:
+        return entry[2]
+    generation = _local_generation
+    document = build()
+    if len(_local) >= LOCAL_MAX_DOCUMENTS:
+        _local.clear()
+    ttl = min(seconds, settings.DOCUMENT_FALLBACK_SECONDS)
+    _local[key] = (now + ttl, generation, document)
+    return document
 
 
 def documents_changed(**_signal_kwargs: Any) -> None:
     """Invalidate every cached document (also a signal receiver for model writes)."""
+    _bump_local()
+    transaction.on_commit(_bump_local)
     _bump()
     transaction.on_commit(_bump)
 
 
 def cached_document(name: str, build: Callable[[], Any]) -> Any:
-    if not settings.DOCUMENT_CACHE_SECONDS:
+    seconds = settings.DOCUMENT_CACHE_SECONDS
+    if not seconds:
         return build()
     generation_key, document_key = _keys(name)
-    found = cache.get_many([generation_key, document_key])
+    if _pending and not retry_pending_bumps():
+        return _local_document(document_key, build, seconds)
+    found = redisguard.call(
+        "document cache", lambda: cache.get_many([generation_key, document_key])
+    )
+    if found is redisguard.UNAVAILABLE:
+        return _local_document(document_key, build, seconds)
     generation = found.get(generation_key)
     entry = found.get(document_key)
-    if generation is not None and entry is not None and entry[0] == generation:
-        return entry[1]
+    if (
+        generation is not None
+        and isinstance(entry, tuple)
+        and len(entry) == 3
+        and entry[0] == generation
+        and 0 <= time.time() - entry[1] < seconds
+    ):
+        return entry[2]
     if generation is None:
-        generation = uuid.uuid4().hex
-        cache.add(generation_key, generation, timeout=None)
-        generation = cache.get(generation_key, generation)
+        generation = _new_generation(generation_key)
+    built_at = time.time()
     document = build()
-    cache.set(document_key, (generation, document), timeout=settings.DOCUMENT_CACHE_SECONDS)
+    if generation is not None:
+        redisguard.call(
+            "document cache",
+            lambda: cache.set(document_key, (generation, built_at, document), timeout=seconds),
+        )
     return document
+
+
+def _new_generation(generation_key: str) -> str | None:
+    """The current generation, created if there is none; None when Redis did not answer."""
+    candidate = uuid.uuid4().hex
+
+    def create() -> str:
+        cache.add(generation_key, candidate, timeout=None)
+        return cache.get(generation_key, candidate)
+
+    generation = redisguard.call("document cache", create)
+    return None if generation is redisguard.UNAVAILABLE else generation

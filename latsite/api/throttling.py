@@ -2,15 +2,28 @@
 
 DRF's own throttles keep a list of timestamps per client and rewrite it on every request (a
 read-modify-write that races between processes); an atomic INCR per window does not.
+
+Clients are counted per API key when one authenticated, else per client address: an IPv4
+address, or an IPv6 /64 network (one subscriber's allocation, within which addresses are free
+to rotate). Requests with a bad key (unknown, disabled, expired) count per client address too,
+and past RATE_LIMIT_ANON in a window their keys are no longer even looked up (auth.py).
+
+Limits fail open: while Redis cannot be reached (latsite/redisguard.py) every request is let
+through and the outage is logged at most once a minute per process.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import threading
 import time
 
 from django.conf import settings
 from django.core.cache import cache
+from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
+
+from latsite import redisguard
 
 UNITS = {
     "s": 1,
@@ -24,6 +37,7 @@ UNITS = {
     "d": 86400,
     "day": 86400,
 }
+IPV6_PREFIX = 64
 
 
 def parse_rate(rate: str) -> tuple[int, int]:
@@ -34,10 +48,28 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(count), UNITS[unit]
 
 
+def client_ident(request) -> str:
+    """The client's address as DRF finds it (NUM_PROXIES), an IPv6 one cut to its /64."""
+    ident = BaseThrottle().get_ident(request) or ""
+    try:
+        address = ipaddress.ip_address(ident.strip().strip("[]"))
+    except ValueError:
+        return ident
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((int(address), IPV6_PREFIX), strict=False))
+    return str(address)
+
+
+def _is_django_redis() -> bool:
+    return hasattr(cache, "client") and hasattr(cache.client, "get_client")
+
+
 def _count(key: str, *, ttl: int) -> int:
     """Add one to the window's counter and return it: one round trip to Redis (INCR and
     EXPIRE in a pipeline); add-then-incr on other caches."""
-    if hasattr(cache, "client") and hasattr(cache.client, "get_client"):  # django-redis
+    if _is_django_redis():
         pipe = cache.client.get_client(write=True).pipeline(transaction=False)
         full_key = cache.make_key(key)
         pipe.incr(full_key)
@@ -52,23 +84,106 @@ def _count(key: str, *, ttl: int) -> int:
         return 1
 
 
-class ClientRateThrottle(BaseThrottle):
-    """RATE_LIMIT_KEYED per API key, RATE_LIMIT_ANON per client IP."""
+class Window:
+    """The fixed window `rate` puts `now` in, for one scope and client."""
+
+    def __init__(self, scope: str, ident: str, rate: str) -> None:
+        self.limit, length = parse_rate(rate)
+        now = time.time()
+        slot = int(now // length)
+        self.key = f"{scope}:{ident}:{length}:{slot}"
+        self.ttl = length + 1
+        self.wait = (slot + 1) * length - now
+
+    def count(self) -> int | None:
+        """Count one request and return the window's total; None while Redis is away."""
+        used = redisguard.call("rate limit", lambda: _count(self.key, ttl=self.ttl))
+        return None if used is redisguard.UNAVAILABLE else used
+
+    def hit(self) -> bool:
+        """Count one request; whether it is within the limit (True while Redis is away)."""
+        used = self.count()
+        return used is None or used <= self.limit
+
+
+class FixedWindowThrottle(BaseThrottle):
+    """A fixed-window counter per identity; subclasses name the scope and pick the limit."""
+
+    scope = "ratelimit"
+
+    def limit_and_ident(self, request) -> tuple[str, str]:
+        raise NotImplementedError
+
+    def get_ident(self, request) -> str:
+        return client_ident(request)
 
     def allow_request(self, request, view) -> bool:
-        api_key = request.auth
-        if api_key is not None:
-            limit, window = parse_rate(settings.RATE_LIMIT_KEYED)
-            ident = f"key:{api_key.pk}"
-        else:
-            limit, window = parse_rate(settings.RATE_LIMIT_ANON)
-            ident = f"ip:{self.get_ident(request)}"
-        now = time.time()
-        slot = int(now // window)
-        key = f"ratelimit:{ident}:{window}:{slot}"
-        used = _count(key, ttl=window + 1)
-        self._wait = (slot + 1) * window - now
-        return used <= limit
+        rate, ident = self.limit_and_ident(request)
+        window = Window(self.scope, ident, rate)
+        self._wait = window.wait
+        return window.hit()
 
     def wait(self) -> float:
         return self._wait
+
+
+class ClientRateThrottle(FixedWindowThrottle):
+    """RATE_LIMIT_KEYED per API key, RATE_LIMIT_ANON per client IP."""
+
+    scope = "ratelimit"
+
+    def limit_and_ident(self, request) -> tuple[str, str]:
+        api_key = request.auth
+        if api_key is not None:
+            return settings.RATE_LIMIT_KEYED, f"key:{api_key.pk}"
+        return settings.RATE_LIMIT_ANON, f"ip:{self.get_ident(request)}"
+
+
+class SimulateRateThrottle(FixedWindowThrottle):
+    """RATE_LIMIT_SIMULATE (default 20/min) per API key, else per client IP, with counters of
+    its own: simulate-deposit calls a node per request. Used on top of ClientRateThrottle."""
+
+    scope = "ratelimit-simulate"
+
+    def limit_and_ident(self, request) -> tuple[str, str]:
+        rate = getattr(settings, "RATE_LIMIT_SIMULATE", "20/min")
+        api_key = request.auth
+        if api_key is not None:
+            return rate, f"key:{api_key.pk}"
+        return rate, f"ip:{self.get_ident(request)}"
+
+
+class BadKeyLimit:
+    """Requests with a bad API key, per client IP, at RATE_LIMIT_ANON, checked before the key is
+    looked up (auth.py): past the limit a bad key costs no database query.
+
+    Bad keys are counted in Redis, shared by every process; a process also remembers, until the
+    window ends, the clients it saw use up their budget, so that the check before the lookup
+    costs no Redis round trip (a key's owner pays nothing for it) and another process looks up
+    at most one more bad key of that client before it knows too.
+    """
+
+    scope = "ratelimit-badkey"
+    _exhausted: dict[str, float] = {}  # window key -> when the window ends (time.time())
+    _lock = threading.Lock()
+
+    def __init__(self, request) -> None:
+        self.window = Window(self.scope, f"ip:{client_ident(request)}", settings.RATE_LIMIT_ANON)
+
+    def check(self) -> None:
+        """Raise Throttled (429) when this client is known to have used up its budget."""
+        if self.window.key in self._exhausted:
+            raise exceptions.Throttled(wait=self.window.wait)
+
+    def record(self) -> None:
+        """Count one bad key; raise Throttled if it is over the budget."""
+        used = self.window.count()
+        if used is None or used < self.window.limit:
+            return
+        now = time.time()
+        with self._lock:
+            for key in [k for k, end in self._exhausted.items() if end <= now]:
+                del self._exhausted[key]
+            self._exhausted[self.window.key] = now + self.window.wait
+        if used > self.window.limit:
+            raise exceptions.Throttled(wait=self.window.wait)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django_redis import get_redis_connection
 
 from lats.services import avs_apply_metadata
+from latsite.api.documents import _keys
 from metrics.services import snapshot_record
 from tests import factories as f
 
@@ -76,3 +79,11 @@ def test_cache_off(api, dataset, settings):
     queries(api, "/lat")
     _, n = queries(api, "/lat")
     assert n > 0
+
+
+def test_entries_expire_within_document_cache_seconds(api, dataset, settings):
+    settings.DOCUMENT_CACHE_SECONDS = 7
+    queries(api, "/lat")
+    _, document_key = _keys("lat-list:False")
+    ttl = get_redis_connection("default").ttl(cache.make_key(document_key))
+    assert 0 < ttl <= 7

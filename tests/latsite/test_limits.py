@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from rest_framework.request import Request
+from rest_framework.test import APIRequestFactory
 from rest_framework_api_key.models import APIKey
+
+from latsite.api.throttling import ClientRateThrottle, SimulateRateThrottle
 
 pytestmark = pytest.mark.django_db
 
@@ -62,7 +70,8 @@ def test_unknown_key_is_401(api, dataset, ip):
 
 def test_a_key_of_another_with_the_same_prefix_is_401(api, dataset, ip):
     api_key, key = APIKey.objects.create_key(name="real")
-    forged = api_key.prefix + ".x" + key.split(".", 1)[1][1:]
+    secret = key.split(".", 1)[1]
+    forged = api_key.prefix + "." + ("y" if secret[0] == "x" else "x") + secret[1:]
     assert get(api, ip, HTTP_X_API_TOKEN=forged).status_code == 401
 
 
@@ -92,3 +101,118 @@ def test_cors_allows_any_origin_on_the_api_only(api, dataset, ip):
     assert preflight.status_code == 200
     assert "POST" in preflight["Access-Control-Allow-Methods"]
     assert "x-api-token" in preflight["Access-Control-Allow-Headers"]
+
+
+# --- bad keys, IPv6 networks, simulate-deposit's own limit ----------------------------------
+
+
+def apikey_queries(captured) -> int:
+    return sum("rest_framework_api_key_apikey" in q["sql"] for q in captured.captured_queries)
+
+
+def test_bad_keys_are_limited_per_ip_before_the_lookup(api, dataset, settings, ip):
+    settings.RATE_LIMIT_ANON = "3/min"
+    bad = ["nonsense", "Ab12Cd34.notthekeyatall", "abcd.efgh"]
+    assert [get(api, ip, HTTP_X_API_TOKEN=k).status_code for k in bad] == [401, 401, 401]
+    with CaptureQueriesContext(connection) as captured:
+        response = get(api, ip, HTTP_X_API_TOKEN="Zz99Yy88.another")
+    assert response.status_code == 429
+    assert response.json()["error"]["code"] == "rate_limit_exceeded"
+    assert 1 <= int(response["Retry-After"]) <= 61
+    assert apikey_queries(captured) == 0  # refused before the key was looked up
+    # Another address still gets its 401.
+    assert get(api, ip.rsplit(".", 1)[0] + ".252", HTTP_X_API_TOKEN="x.y").status_code == 401
+
+
+def test_disabled_and_expired_keys_count_as_bad_keys(api, dataset, settings, ip):
+    settings.RATE_LIMIT_ANON = "2/min"
+    _, revoked = APIKey.objects.create_key(name="revoked", revoked=True)
+    past = timezone.now() - dt.timedelta(days=1)
+    _, expired = APIKey.objects.create_key(name="expired", expiry_date=past)
+    assert get(api, ip, HTTP_X_API_TOKEN=revoked).status_code == 403
+    assert get(api, ip, HTTP_X_API_TOKEN=expired).status_code == 403
+    assert get(api, ip, HTTP_X_API_TOKEN=revoked).status_code == 429
+
+
+def test_a_valid_key_is_not_blocked_by_anonymous_traffic(api, dataset, settings, ip):
+    settings.RATE_LIMIT_ANON = "2/min"
+    _, key = APIKey.objects.create_key(name="dashboard")
+    assert [get(api, ip).status_code for _ in range(3)] == [200, 200, 429]
+    assert get(api, ip, HTTP_X_API_TOKEN=key).status_code == 200
+
+
+def test_401_carries_www_authenticate_and_the_error_body(api, dataset, ip):
+    response = get(api, ip, HTTP_X_API_TOKEN="Ab12Cd34.unknown")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == 'ApiKey header="X-API-Token"'
+    assert response.json() == {
+        "error": {
+            "code": "unauthorized",
+            "message": "The API key in X-API-Token is not known.",
+            "doc_url": "/docs/errors#unauthorized",
+        }
+    }
+
+
+@pytest.fixture
+def net64() -> str:
+    """An IPv6 /64 of the test's own, as a prefix of four groups."""
+    n = uuid.uuid4().int
+    return f"2001:db8:{n % 0xFFFF:x}:{(n >> 16) % 0xFFFF:x}"
+
+
+def test_ipv6_clients_share_a_limit_per_64(api, dataset, settings, net64):
+    settings.RATE_LIMIT_ANON = "3/min"
+    same_net = [f"{net64}::1", f"{net64}:abcd:1:2:3", f"{net64}:ffff:ffff:ffff:fffe"]
+    assert [get(api, addr).status_code for addr in same_net] == [200, 200, 200]
+    assert get(api, f"{net64}::99").status_code == 429
+    # The neighbouring /64 has its own budget.
+    head, last = net64.rsplit(":", 1)
+    neighbour = f"{head}:{(int(last, 16) + 1) % 0xFFFF:x}"
+    assert get(api, f"{neighbour}::1").status_code == 200
+
+
+def test_ipv4_clients_are_counted_per_address(api, dataset, settings, ip):
+    settings.RATE_LIMIT_ANON = "1/min"
+    assert get(api, ip).status_code == 200
+    assert get(api, ip).status_code == 429
+    assert get(api, f"::ffff:{ip}").status_code == 429  # the same IPv4 client, mapped
+    head, last = ip.rsplit(".", 1)
+    assert get(api, f"{head}.{(int(last) + 1) % 250}").status_code == 200
+
+
+def test_ipv6_behind_proxies_uses_the_forwarded_address(api, dataset, settings, net64):
+    settings.RATE_LIMIT_ANON = "1/min"
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    proxy = "192.0.2.10"
+    first = api.get("/lat", REMOTE_ADDR=proxy, HTTP_X_FORWARDED_FOR=f"{net64}::1")
+    assert first.status_code == 200
+    second = api.get("/lat", REMOTE_ADDR=proxy, HTTP_X_FORWARDED_FOR=f"{net64}::2")
+    assert second.status_code == 429
+    head, last = net64.rsplit(":", 1)
+    neighbour = f"{head}:{(int(last, 16) + 1) % 0xFFFF:x}::1"
+    other = api.get("/lat", REMOTE_ADDR=proxy, HTTP_X_FORWARDED_FOR=f"{net64}::3, {neighbour}")
+    assert other.status_code == 200  # what the one proxy appended, not what the client sent
+
+
+def simulate_allowed(settings, ip, api_key=None) -> bool:
+    request = Request(APIRequestFactory().post("/simulate", REMOTE_ADDR=ip))
+    request._authenticator, request._user, request._auth = None, None, api_key
+    return SimulateRateThrottle().allow_request(request, None)
+
+
+def test_simulate_has_its_own_limit_per_ip_and_per_key(settings, ip):
+    settings.RATE_LIMIT_SIMULATE = "2/min"
+    assert [simulate_allowed(settings, ip) for _ in range(3)] == [True, True, False]
+    api_key, _ = APIKey.objects.create_key(name="simulating")
+    assert [simulate_allowed(settings, ip, api_key) for _ in range(3)] == [True, True, False]
+    # Its counters are not ClientRateThrottle's.
+    request = Request(APIRequestFactory().get("/lat", REMOTE_ADDR=ip))
+    request._authenticator, request._user, request._auth = None, None, None
+    settings.RATE_LIMIT_ANON = "1/min"
+    assert ClientRateThrottle().allow_request(request, None) is True
+
+
+def test_simulate_limit_defaults_to_20_a_minute(settings, ip):
+    del settings.RATE_LIMIT_SIMULATE
+    assert [simulate_allowed(settings, ip) for _ in range(21)] == [True] * 20 + [False]

@@ -196,7 +196,7 @@ def _smoke(base_url: str, rpc_url: str, deposit: dict, simulate: dict, lat: str,
     """One request of each kind, checked, before any load: a failing setup is reported as such,
     not measured."""
     answer = requests.post(f"{base_url}/lat/{lat}/simulate-deposit", json=simulate, timeout=30)
-    if answer.status_code != 200 or answer.json()["data"]["success"] is not True:
+    if answer.status_code != 200 or answer.json()["success"] is not True:
         raise RuntimeError(f"simulate-deposit: HTTP {answer.status_code}: {answer.text[:300]}")
     answer = requests.post(f"{base_url}/lat/{lat}/deposit", json=deposit, timeout=30)
     if answer.status_code != 200 or not answer.json()["data"]["transaction"]["data"]:

@@ -3,21 +3,29 @@
 `deposit_request_parse` turns a path address and a parsed JSON body into a `DepositRequest`, or
 raises the API's 404/422 with a message naming the field and index. `deposit_build` encodes
 `deposit(address[],uint256[],address)` without calling any node; `deposit_simulate` runs it
-through the node once (one JSON-RPC batch). Nothing here imports web3: calldata and the node go
-through `lats.chain.gateway`. Nothing is written to the database.
+through the node once (one JSON-RPC batch), under a total deadline (`SIMULATE_TIMEOUT`) and with
+at most `SIMULATE_MAX_IN_FLIGHT` simulations waiting on a node per process. Nothing here imports
+web3: calldata and the node go through `lats.chain.gateway`. Nothing is written to the database.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import math
+import os
 import re
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, NoReturn
 
+from django.conf import settings
 from django.db import connection
+from rest_framework.exceptions import APIException
 
 from lats.chain.gateway import ChainUnavailable, Gateway, gateway_for
 from lats.models import ZERO_ADDRESS, Lat
@@ -39,6 +47,25 @@ NODE_UNREACHABLE = (
     "The chain node could not be reached to simulate the deposit (it did not answer in time, "
     "or answered something unusable). Nothing was simulated; try again later."
 )
+NODE_TOO_SLOW = (
+    "The chain node did not answer in time: the simulation was given up after {seconds:g} s. "
+    "Nothing was simulated; try again later."
+)
+
+
+class SimulationsBusy(APIException):
+    """Every simulation slot of this process is held by a simulation still waiting on a node:
+    a 429 `rate_limit_exceeded` (the view adds `Retry-After`), answered at once, never queued."""
+
+    status_code = 429
+    default_code = "rate_limit_exceeded"
+
+    def __init__(self, *, retry_after: int) -> None:
+        self.retry_after = retry_after
+        super().__init__(
+            "Too many simulations are waiting on the chain node right now; nothing was "
+            f"simulated. Retry after {retry_after} s."
+        )
 
 
 @dataclass(frozen=True)
@@ -178,6 +205,10 @@ def _array(body: Mapping[str, Any], field: str, items: str, errors: list[str]) -
     if not value:
         errors.append(f"{field} must have at least 1 item.")
         return None
+    limit = settings.DEPOSIT_MAX_ASSETS
+    if len(value) > limit:
+        errors.append(f"{field} must have at most {limit} items.")
+        return None
     return value
 
 
@@ -305,31 +336,108 @@ def deposit_build(*, request: DepositRequest) -> DepositTransaction:
     )
 
 
-def deposit_simulate(*, request: DepositRequest) -> DepositSimulation:
-    """Run the deposit as eth_call from `sender` at the latest block (one JSON-RPC batch with
-    eth_estimateGas and eth_gasPrice). A revert is a result (`success=False`); a node that
-    cannot be reached is a 500 `ServiceError` with a message for the caller, logged here."""
-    lat = request.lat
+class _NodeCalls:
+    """The simulations of this process that wait on a node: each runs on a thread of a bounded
+    pool, so that the request can give up at its deadline while the thread finishes. A thread
+    keeps its slot until its node call ends (the point of the bound: simulations hanging on a
+    dead node hold at most SIMULATE_MAX_IN_FLIGHT threads, never the server's workers).
+
+    Written here rather than taken from a library: a semaphore-bounded executor that refuses
+    instead of queueing is a dozen lines, and no library in the stack offers one.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = 0
+        self._busy = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._size = 0
+
+    @property
+    def busy(self) -> int:
+        return self._busy
+
+    def submit(self, fn: Callable[[], Any]) -> Future | None:
+        """`fn` started on a free slot, or None when every slot is taken."""
+        limit = max(int(settings.SIMULATE_MAX_IN_FLIGHT), 1)
+        with self._lock:
+            if self._pid != os.getpid():  # a forked server worker inherits no threads
+                self._pid, self._busy, self._pool, self._size = os.getpid(), 0, None, 0
+            if self._busy >= limit:
+                return None
+            if self._pool is None or self._size < limit:  # first use, or the limit grew
+                if self._pool is not None:
+                    self._pool.shutdown(wait=False)  # its running threads finish on their own
+                self._pool = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="simulate")
+                self._size = limit
+            future = self._pool.submit(fn)
+            self._busy += 1
+        future.add_done_callback(self._release)
+        return future
+
+    def _release(self, _future: Future) -> None:
+        with self._lock:
+            self._busy = max(self._busy - 1, 0)
+
+
+node_calls = _NodeCalls()
+
+
+def _simulation_gateway(lat: DepositTarget, timeout: float) -> Gateway:
     try:
-        gateway = gateway_for(lat.chain_id)
+        return gateway_for(lat.chain_id, timeout=timeout)
     except ChainUnavailable as exc:
         logger.error("simulate-deposit %s: %s", lat.proxy_address, exc)
         raise ServiceError(
             f"Simulation is unavailable: the service has no chain node for chain {lat.chain_id}."
         ) from exc
+
+
+def _node_unreachable(lat: DepositTarget, exc: ChainUnavailable) -> NoReturn:
+    # The gateway's message names the failure, never the node's URL (it may hold a key).
+    logger.warning(
+        "simulate-deposit %s on chain %s: node unavailable: %s",
+        lat.proxy_address,
+        lat.chain_id,
+        exc,
+    )
+    raise ServiceError(NODE_UNREACHABLE) from exc
+
+
+def deposit_simulate(*, request: DepositRequest) -> DepositSimulation:
+    """Run the deposit as eth_call from `sender` at the latest block (one JSON-RPC batch with
+    eth_estimateGas and eth_gasPrice). A revert is a result (`success=False`). A node that
+    cannot be reached, or does not answer within SIMULATE_TIMEOUT in all, is a 500
+    `ServiceError` with a message for the caller, logged here; with every simulation slot of
+    the process taken, `SimulationsBusy` (429) at once."""
+    lat = request.lat
+    timeout = float(settings.SIMULATE_TIMEOUT)
+    gateway = _simulation_gateway(lat, timeout)
+    call = functools.partial(
+        gateway.simulate_deposit,
+        lat=lat.proxy_address,
+        calldata=deposit_calldata(request=request),
+        sender=request.sender,
+    )
+    started = time.monotonic()
+    future = node_calls.submit(call)
+    if future is None:
+        logger.warning("simulate-deposit %s: every simulation slot is taken", lat.proxy_address)
+        raise SimulationsBusy(retry_after=max(math.ceil(timeout), 1))
     try:
-        simulation = gateway.simulate_deposit(
-            lat=lat.proxy_address, calldata=deposit_calldata(request=request), sender=request.sender
-        )
-    except ChainUnavailable as exc:
-        # The gateway's message names the failure, never the node's URL (it may hold a key).
+        simulation = future.result(timeout=timeout)
+    except (TimeoutError, ChainUnavailable) as exc:
+        # Past the deadline, the node did not answer in time, whichever fired first: the wait
+        # here, or the node call's own socket timeout (the same length, started a bit later).
+        if isinstance(exc, ChainUnavailable) and time.monotonic() - started < timeout:
+            _node_unreachable(lat, exc)
         logger.warning(
-            "simulate-deposit %s on chain %s: node unavailable: %s",
+            "simulate-deposit %s on chain %s: no answer within %ss",
             lat.proxy_address,
             lat.chain_id,
-            exc,
+            timeout,
         )
-        raise ServiceError(NODE_UNREACHABLE) from exc
+        raise ServiceError(NODE_TOO_SLOW.format(seconds=timeout)) from exc
     scale = Decimal(10) ** LAT_DECIMALS
     return DepositSimulation(
         success=simulation.success,

@@ -8,6 +8,7 @@ and index. The response serializers shape the service's dataclasses.
 
 from __future__ import annotations
 
+from django.conf import settings
 from rest_framework import serializers
 
 from lats.transactions import AMOUNT_PATTERN
@@ -21,18 +22,22 @@ class DepositBodySerializer(serializers.Serializer):
     assets = serializers.ListField(
         child=serializers.RegexField(ADDRESS_PATTERN),
         min_length=1,
+        max_length=settings.DEPOSIT_MAX_ASSETS,
         help_text=(
             "Token addresses to deposit, each supported by this LAT (see GET "
             "/lat/{address}/tokens). An asset may appear more than once: the contract deposits "
-            "each entry separately."
+            "each entry separately. At most `DEPOSIT_MAX_ASSETS` entries (default 32); more "
+            "is a 422."
         ),
     )
     amounts = serializers.ListField(
         child=serializers.RegexField(AMOUNT_PATTERN),
         min_length=1,
+        max_length=settings.DEPOSIT_MAX_ASSETS,
         help_text=(
             "Amount for the asset at the same index, in that token's smallest unit, as a JSON "
-            "string of digits, above 0 and below 2^256. A JSON number is refused (422)."
+            "string of digits, above 0 and below 2^256. A JSON number is refused (422). As "
+            "many entries as `assets`."
         ),
     )
     receiver = serializers.RegexField(
@@ -99,6 +104,9 @@ class DepositSimulationFeesSerializer(serializers.Serializer):
 
 
 class DepositSimulationSerializer(serializers.Serializer):
+    """The whole body of a simulate-deposit answer: its members at the top level, with no
+    `data` wrapper."""
+
     success = serializers.BooleanField(
         read_only=True, help_text="Whether the deposit would succeed now."
     )
@@ -126,7 +134,3 @@ class DepositSimulationSerializer(serializers.Serializer):
         if instance.success:
             data.pop("reason", None)
         return data
-
-
-class DepositSimulationResponseSerializer(serializers.Serializer):
-    data = DepositSimulationSerializer(read_only=True)

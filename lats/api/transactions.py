@@ -1,7 +1,8 @@
 """Direct Restaking endpoints: POST /lat/{address}/deposit and POST /lat/{address}/simulate-deposit.
 
 Thin: read the body (JSON object, size-capped), let `lats.transactions` validate, build or
-simulate, shape the answer.
+simulate, shape the answer. simulate-deposit answers its members at the top level (no `data`
+wrapper, unlike deposit) and has a stricter rate limit of its own (RATE_LIMIT_SIMULATE).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import json
 from typing import Any
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
@@ -20,11 +22,13 @@ from rest_framework.views import APIView
 from lats import transactions
 from lats.api import transaction_serializers as s
 from latsite.api.errors import BadRequest
+from latsite.api.fields import ErrorSerializer
 from latsite.api.params import address_path_parameter
 from latsite.api.schema import error_responses
+from latsite.api.throttling import ClientRateThrottle, SimulateRateThrottle
+from latsite.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 
 TAG = "Direct Restaking"
-MAX_JSON_NESTING = 32  # a deposit body needs 2 levels; unknown members may nest a little
 ERRORS = ("bad_request", "not_found", "unprocessable_entity", "rate_limit_exceeded")
 
 _LAT = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
@@ -37,7 +41,9 @@ _BODY_RULES = (
     "Send a JSON object as `application/json`, at most `DEPOSIT_BODY_MAX_BYTES` bytes "
     "(default 16 KiB) and nested at most 32 levels; anything else is a 400 `bad_request`. "
     "Validation, all before anything is built: the path address is well formed (422) and "
-    "names a known LAT (404); `assets` and `amounts` are non-empty arrays of equal length; "
+    "names a known LAT (404); `assets` and `amounts` are non-empty arrays of equal length, "
+    f"each of at most {settings.DEPOSIT_MAX_ASSETS} entries (setting `DEPOSIT_MAX_ASSETS`; more "
+    "is a 422 naming the field); "
     "each amount is a JSON string of digits, above 0 and below 2^256 (a JSON number is a 422: "
     "large integers lose precision in many clients); every address matches "
     "`^0x[a-fA-F0-9]{40}$` in any letter case; every asset is supported by this LAT; "
@@ -73,44 +79,13 @@ class DepositBodyParser(BaseParser):
         raw = stream.read(limit + 1)
         if len(raw) > limit:
             raise too_large
-        if _nested_deeper_than(raw, MAX_JSON_NESTING):
+        if nested_deeper_than(raw, MAX_JSON_NESTING):
             raise BadRequest(f"The request body is nested deeper than {MAX_JSON_NESTING} levels.")
         try:
-            text = raw.decode(context.get("encoding", settings.DEFAULT_CHARSET))
+            text = raw.decode("utf-8")  # the only charset accepted (decisions: a 400 otherwise)
             return json.loads(text, parse_constant=_refuse_constant)
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError, JSONDecodeError
             raise ParseError("The request body is not valid JSON.") from exc
-
-
-def _nested_deeper_than(raw: bytes, limit: int) -> bool:
-    """Whether JSON text nests arrays/objects deeper than `limit` (strings skipped).
-
-    json's C scanner recurses per level, and py_ecc (imported with web3) raises Python's
-    recursion limit to 100,000, past what the C stack holds: a body of ~100,000 "[" would crash
-    the worker instead of raising. The fast path counts brackets in C; only a body with more
-    brackets than `limit` is walked byte by byte.
-    """
-    if raw.count(b"[") + raw.count(b"{") <= limit:
-        return False
-    depth = 0
-    in_string = escaped = False
-    for byte in raw:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
-            depth += 1
-            if depth > limit:
-                return True
-        elif byte in (0x5D, 0x7D):  # ] }
-            depth -= 1
-    return False
 
 
 def _refuse_constant(name: str) -> Any:
@@ -172,42 +147,77 @@ class DepositBuildView(APIView):
         return Response({"data": s.DepositBuildSerializer(tx).data})
 
 
+_SIMULATE_DESCRIPTION = (
+    "Runs the deposit that POST /lat/{address}/deposit would build as an `eth_call` from "
+    "`sender` at the node's latest block, together with `eth_estimateGas` and `eth_gasPrice`, "
+    "in one JSON-RPC batch. The members are at the top level of the body (no `data` wrapper, "
+    "unlike the deposit endpoint):\n\n"
+    "- `success`: whether the deposit would succeed now.\n"
+    "- `amounts`: the LAT shares the call returns, one per entry of `assets`, in whole LAT "
+    "units (numbers).\n"
+    "- `fees.gas`: `gasLimit` (estimateGas), `gasPrice` (the node's) and `gasFee` (their "
+    "product), decimal strings in wei.\n"
+    "- `fees.service`: the LAT's `managementFee` and `performanceFee` (percent, 0 when staff "
+    "set none), as GET /lat/{address}/fees.\n"
+    "- `reason`: only on a revert.\n\n"
+    "A deposit that would revert is still a 200 (the simulation itself worked): "
+    "`success: false`, `amounts: []`, the decoded revert reason in `reason` (custom errors by "
+    'name and arguments, e.g. "ERC20InsufficientAllowance(0x…, 0, 1000)", "EnforcedPause()", '
+    '"UnsupportedAsset(0x…)"), and `fees.gas` with `gasLimit` and `gasFee` `"0"` (there is '
+    "nothing to estimate) and `gasPrice` still the node's current price.\n\n"
+    "Limits, because each simulation calls a node: a rate limit of its own, "
+    "`RATE_LIMIT_SIMULATE` (default 20/min) per API key or client IP, on top of the general "
+    "one; a total deadline of `SIMULATE_TIMEOUT` seconds (default 5) per simulation, past which "
+    "the answer is a 500 `internal_server_error` saying the chain node did not answer in time; "
+    "and at most `SIMULATE_MAX_IN_FLIGHT` simulations (default 4) waiting on the node per "
+    "server process: a further one is refused at once with a 429 `rate_limit_exceeded` and "
+    "`Retry-After`, never queued. A node that cannot be reached is a 500 "
+    "`internal_server_error` whose message says so.\n\n" + _BODY_RULES
+)
+_SIMULATE_429 = (
+    "`rate_limit_exceeded`: over the general rate limit or `RATE_LIMIT_SIMULATE` (default "
+    "20/min) for this client; or every simulation slot of the server process "
+    "(`SIMULATE_MAX_IN_FLIGHT`, default 4) is held by a simulation still waiting on the node, "
+    "and this one was refused at once rather than queued. Retry after the number of seconds in "
+    "`Retry-After`."
+)
+_SIMULATE_500 = (
+    "`internal_server_error`: the chain node could not be reached, answered something "
+    "unusable, or did not answer within `SIMULATE_TIMEOUT` seconds (default 5) in all; the "
+    "message says which, without internals. Also anything unexpected."
+)
+_FEES_EXAMPLE = {"managementFee": 2.5, "performanceFee": 10.0}
+
+
 class DepositSimulateView(APIView):
     parser_classes = [DepositBodyParser]
+    throttle_classes = [ClientRateThrottle, SimulateRateThrottle]
 
     @extend_schema(
         tags=[TAG],
         operation_id="lat_deposit_simulate",
         summary="Simulate a deposit without executing it",
-        description=(
-            "Runs the deposit that POST /lat/{address}/deposit would build as an `eth_call` "
-            "from `sender` at the node's latest block, together with `eth_estimateGas` and "
-            "`eth_gasPrice`, in one JSON-RPC batch. The answer is wrapped in `data`, like the "
-            "deposit endpoint's.\n\n"
-            "- `success`: whether the deposit would succeed now.\n"
-            "- `amounts`: the LAT shares the call returns, one per entry of `assets`, in whole "
-            "LAT units (numbers).\n"
-            "- `fees.gas`: `gasLimit` (estimateGas), `gasPrice` (the node's) and `gasFee` "
-            "(their product), decimal strings in wei.\n"
-            "- `fees.service`: the LAT's `managementFee` and `performanceFee` (percent, 0 when "
-            "staff set none), as GET /lat/{address}/fees.\n\n"
-            "A deposit that would revert is still a 200 (the simulation itself worked): "
-            "`success: false`, `amounts: []`, the decoded revert reason in `reason` (custom "
-            'errors by name and arguments, e.g. "ERC20InsufficientAllowance(0x…, 0, 1000)", '
-            '"EnforcedPause()", "UnsupportedAsset(0x…)"), and `fees.gas` with `gasLimit` and '
-            '`gasFee` `"0"` (there is nothing to estimate) and `gasPrice` still the node\'s '
-            "current price. A node that cannot be reached or does not answer in time is a 500 "
-            "`internal_server_error` whose message says so.\n\n" + _BODY_RULES
-        ),
-        parameters=[address_path_parameter("Proxy address of the LAT.")],
+        description=_SIMULATE_DESCRIPTION,
+        parameters=[
+            address_path_parameter("Proxy address of the LAT."),
+            OpenApiParameter(
+                "Retry-After",
+                OpenApiTypes.INT,
+                location=OpenApiParameter.HEADER,
+                response=[429],
+                description="Seconds to wait before retrying.",
+            ),
+        ],
         request=s.SimulateDepositBodySerializer,
         responses={
             200: OpenApiResponse(
-                s.DepositSimulationResponseSerializer,
-                description="The simulation ran; `data.success` tells whether the deposit "
-                "would succeed.",
+                s.DepositSimulationSerializer,
+                description="The simulation ran; `success` tells whether the deposit would "
+                "succeed.",
             ),
             **error_responses(*ERRORS),
+            429: OpenApiResponse(ErrorSerializer, description=_SIMULATE_429),
+            500: OpenApiResponse(ErrorSerializer, description=_SIMULATE_500),
         },
         examples=[
             OpenApiExample(
@@ -225,18 +235,16 @@ class DepositSimulateView(APIView):
                 response_only=True,
                 status_codes=["200"],
                 value={
-                    "data": {
-                        "success": True,
-                        "amounts": [0.998, 2.725],
-                        "fees": {
-                            "gas": {
-                                "gasLimit": "201532",
-                                "gasPrice": "1875000000",
-                                "gasFee": "377872500000000",
-                            },
-                            "service": {"managementFee": 2.5, "performanceFee": 10.0},
+                    "success": True,
+                    "amounts": [0.998, 2.725],
+                    "fees": {
+                        "gas": {
+                            "gasLimit": "201532",
+                            "gasPrice": "1875000000",
+                            "gasFee": "377872500000000",
                         },
-                    }
+                        "service": _FEES_EXAMPLE,
+                    },
                 },
             ),
             OpenApiExample(
@@ -244,15 +252,13 @@ class DepositSimulateView(APIView):
                 response_only=True,
                 status_codes=["200"],
                 value={
-                    "data": {
-                        "success": False,
-                        "amounts": [],
-                        "fees": {
-                            "gas": {"gasLimit": "0", "gasPrice": "1875000000", "gasFee": "0"},
-                            "service": {"managementFee": 2.5, "performanceFee": 10.0},
-                        },
-                        "reason": f"ERC20InsufficientAllowance({_LAT}, 0, 1000000000000000000)",
-                    }
+                    "success": False,
+                    "amounts": [],
+                    "fees": {
+                        "gas": {"gasLimit": "0", "gasPrice": "1875000000", "gasFee": "0"},
+                        "service": _FEES_EXAMPLE,
+                    },
+                    "reason": f"ERC20InsufficientAllowance({_LAT}, 0, 1000000000000000000)",
                 },
             ),
         ],
@@ -261,4 +267,12 @@ class DepositSimulateView(APIView):
         body = json_object_body(request)
         deposit = transactions.deposit_request_parse(address=address, body=body, with_sender=True)
         simulation = transactions.deposit_simulate(request=deposit)
-        return Response({"data": s.DepositSimulationSerializer(simulation).data})
+        return Response(s.DepositSimulationSerializer(simulation).data)
+
+    def handle_exception(self, exc):
+        """The one exception handler writes the error body; a refusal for want of a free
+        simulation slot also tells when to retry."""
+        response = super().handle_exception(exc)
+        if isinstance(exc, transactions.SimulationsBusy):
+            response["Retry-After"] = str(exc.retry_after)
+        return response

@@ -1,9 +1,11 @@
 """Direct Restaking on anvil: a wallet asks the service for a deposit transaction, signs and sends
 exactly what it got, and the chain mints what simulate-deposit predicted just before.
 
-Expected values come from the chain itself (receipts, events, balances, eth_gasPrice), read with
-web3 in the test. The node is reached through a small recording proxy, so the tests also see
-how many JSON-RPC requests each endpoint makes: none to build, one batch to simulate.
+Expected values come from the chain itself (receipts, events, balances, eth_gasPrice,
+calculateShares, eth_call, eth_estimateGas), read with web3 in the test. simulate-deposit
+answers its members at the top level (no `data` wrapper); deposit keeps its `data` wrapper. The
+node is reached through a small recording proxy, so the tests also see how many JSON-RPC
+requests each endpoint makes: none to build, one batch to simulate.
 """
 
 from __future__ import annotations
@@ -71,6 +73,12 @@ class _Server:
         self.stopping.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+@pytest.fixture(autouse=True)
+def _simulate_rate_limit_out_of_the_way(settings) -> None:
+    """tests/e2e/test_simulate_faults.py tests RATE_LIMIT_SIMULATE; here it must not interfere."""
+    settings.RATE_LIMIT_SIMULATE = "1000000/min"
 
 
 @pytest.fixture
@@ -146,6 +154,40 @@ def methods(bodies: list[Any]) -> list[list[str]]:
 # --- the round trip -----------------------------------------------------------------------------
 
 
+def _expected_simulation(chain, deposit_call, wallet: str, service: dict) -> tuple[list[int], dict]:
+    """What the chain says the deposit would mint and cost, asked with plain web3 (eth_call,
+    eth_estimateGas, eth_gasPrice): the shares, and the answer simulate-deposit must give."""
+    shares = deposit_call.call({"from": wallet})
+    gas = deposit_call.estimate_gas({"from": wallet}, block_identifier="latest")
+    price = chain.w3.eth.gas_price
+    return shares, {
+        "success": True,
+        "amounts": [s / WAD for s in shares],
+        "fees": {
+            "gas": {"gasLimit": str(gas), "gasPrice": str(price), "gasFee": str(gas * price)},
+            "service": service,
+        },
+    }
+
+
+def _send_as_built(chain, wallet: str, data: dict, *, gas_limit: int):
+    """Send exactly what the service built, with the gas limit it estimated."""
+    tx = data["transaction"]
+    return _wait(
+        chain,
+        chain.w3.eth.send_transaction(
+            {
+                "from": wallet,
+                "to": tx["to"],
+                "data": tx["data"],
+                "value": int(tx["value"], 16),
+                "chainId": int(data["chainId"]),
+                "gas": gas_limit,
+            }
+        ),
+    )
+
+
 def test_wallet_signs_the_built_transaction_and_mints_what_was_simulated(
     api, chain, lat_eth, recording_node
 ):
@@ -166,16 +208,19 @@ def test_wallet_signs_the_built_transaction_and_mints_what_was_simulated(
         "receiver": receiver.lower(),
     }
 
+    expected_shares, expected = _expected_simulation(
+        chain,
+        lt.functions.deposit([steth, cbeth], amounts, receiver),
+        wallet,
+        {"managementFee": 2.5, "performanceFee": 10.0},  # the FeeStructure above
+    )
+
     simulated = post(api, f"/lat/{proxy.lower()}/simulate-deposit", {**payload, "sender": wallet})
     assert simulated.status_code == 200, simulated.content
     assert methods(recording_node.bodies) == [["eth_call", "eth_estimateGas", "eth_gasPrice"]]
-    prediction = simulated.json()["data"]
-    assert set(prediction) == {"success", "amounts", "fees"}
-    assert prediction["success"] is True
+    prediction = simulated.json()
+    assert prediction == expected
     gas = prediction["fees"]["gas"]
-    assert int(gas["gasPrice"]) == chain.w3.eth.gas_price
-    assert int(gas["gasFee"]) == int(gas["gasLimit"]) * int(gas["gasPrice"])
-    assert prediction["fees"]["service"] == {"managementFee": 2.5, "performanceFee": 10.0}
 
     recording_node.bodies.clear()
     built = post(api, f"/lat/{proxy}/deposit", payload)
@@ -188,20 +233,7 @@ def test_wallet_signs_the_built_transaction_and_mints_what_was_simulated(
     assert tx["to"] == proxy
     assert tx["value"] == "0x0"
 
-    # Send exactly what the service built, with the gas limit it estimated.
-    receipt = _wait(
-        chain,
-        chain.w3.eth.send_transaction(
-            {
-                "from": wallet,
-                "to": tx["to"],
-                "data": tx["data"],
-                "value": int(tx["value"], 16),
-                "chainId": int(data["chainId"]),
-                "gas": int(gas["gasLimit"]),
-            }
-        ),
-    )
+    receipt = _send_as_built(chain, wallet, data, gas_limit=int(gas["gasLimit"]))
     assert receipt["gasUsed"] <= int(gas["gasLimit"])
     events = lt.events.AssetDeposited().process_receipt(receipt, errors=DISCARD)
     assert [
@@ -210,7 +242,7 @@ def test_wallet_signs_the_built_transaction_and_mints_what_was_simulated(
     ] == [(wallet, receiver, steth, amounts[0]), (wallet, receiver, cbeth, amounts[1])]
     minted = [e["args"]["shares"] for e in events]
     assert all(shares > 0 for shares in minted)
-    assert prediction["amounts"] == pytest.approx([s / WAD for s in minted], rel=1e-15)
+    assert minted == expected_shares  # the chain minted exactly what was simulated
     assert lt.functions.balanceOf(receiver).call() - balance_before == sum(minted)
     assert lt.functions.totalSupply().call() - supply_before == sum(minted)
     token = chain.contract("TestERC20", steth)
@@ -229,19 +261,45 @@ def _simulate(api, manifest, wallet, assets, amounts):
         },
     )
     assert response.status_code == 200, response.content
-    return response.json()["data"]
+    return response.json()
 
 
 def _assert_reverted(chain, result: dict, reason: str) -> None:
-    assert result["success"] is False
-    assert result["amounts"] == []
-    assert result["reason"] == reason
-    assert result["fees"]["gas"] == {
-        "gasLimit": "0",
-        "gasPrice": str(chain.w3.eth.gas_price),
-        "gasFee": "0",
+    assert result == {
+        "success": False,
+        "amounts": [],
+        "fees": {
+            "gas": {"gasLimit": "0", "gasPrice": str(chain.w3.eth.gas_price), "gasFee": "0"},
+            "service": {"managementFee": 0.0, "performanceFee": 0.0},
+        },
+        "reason": reason,
     }
-    assert result["fees"]["service"] == {"managementFee": 0.0, "performanceFee": 0.0}
+
+
+def test_one_asset_simulation_is_calculate_shares_at_the_top_level(api, chain, lat_eth):
+    """One entry mints exactly calculateShares(asset, amount) at the latest block."""
+    proxy = lat_eth["proxyAddress"]
+    steth = lat_eth["tokens"][0]["address"]
+    wallet = chain.account(WALLET_INDEX)
+    amount = 5 * WAD + 7
+    fund(chain, wallet, proxy, [steth], [amount])
+    lt = chain.contract("LiquidToken", proxy)
+    shares = lt.functions.calculateShares(steth, amount).call()
+    gas_limit = lt.functions.deposit([steth], [amount], wallet).estimate_gas({"from": wallet})
+    gas_price = chain.w3.eth.gas_price
+    assert shares > 0
+    assert _simulate(api, lat_eth, wallet, [steth], [amount]) == {
+        "success": True,
+        "amounts": [shares / WAD],
+        "fees": {
+            "gas": {
+                "gasLimit": str(gas_limit),
+                "gasPrice": str(gas_price),
+                "gasFee": str(gas_limit * gas_price),
+            },
+            "service": {"managementFee": 0.0, "performanceFee": 0.0},
+        },
+    }
 
 
 def test_simulation_without_approval_reverts_with_the_allowance_error(
@@ -332,7 +390,7 @@ def test_node_down_is_a_500_without_the_url(api, chain, lat_eth, settings, recor
 
 def test_node_timing_out_is_a_500_after_the_timeout(api, chain, lat_eth, settings, silent_node):
     settings.RPC_URL = silent_node.url
-    settings.RPC_TIMEOUT = 0.5
+    settings.SIMULATE_TIMEOUT = 0.5
     started = time.monotonic()
     response = post(
         api, f"/lat/{lat_eth['proxyAddress']}/simulate-deposit", _valid_body(chain, lat_eth)
@@ -341,8 +399,13 @@ def test_node_timing_out_is_a_500_after_the_timeout(api, chain, lat_eth, setting
     assert response.status_code == 500
     error = response.json()["error"]
     assert error["code"] == "internal_server_error"
-    assert "could not be reached" in error["message"]
+    assert "did not answer in time" in error["message"]
     assert silent_node.url not in response.content.decode()
-    assert 0.5 <= elapsed < 5
-    # It asked once, one batch, and gave up (no retries).
+    assert 0.5 <= elapsed < 1.5
+    # It asked once, one batch, and gave up (no retries). The node call runs on a thread of its
+    # own, which on a loaded machine may reach the node only after the request gave up.
+    deadline = time.monotonic() + 5
+    while not silent_node.bodies and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.6)  # past the call's own socket timeout: no second request follows
     assert methods(silent_node.bodies) == [["eth_call", "eth_estimateGas", "eth_gasPrice"]]

@@ -36,6 +36,13 @@ SELECTOR = keccak(text="deposit(address[],uint256[],address)")[:4]
 UINT256_MAX = 2**256 - 1
 
 
+@pytest.fixture(autouse=True)
+def _simulate_rate_limit_out_of_the_way(settings) -> None:
+    """These tests post simulate-deposit far more than RATE_LIMIT_SIMULATE allows a minute;
+    tests/e2e/test_simulate_faults.py tests that limit."""
+    settings.RATE_LIMIT_SIMULATE = "1000000/min"
+
+
 def body(**overrides) -> dict:
     out = {
         "assets": [STETH, USDX],
@@ -517,3 +524,96 @@ def test_parser_refuses_deep_nesting_before_json_sees_it(settings):
     raw = b"[" * 200_000 + b"]" * 200_000  # would overflow the C stack inside json
     with pytest.raises(BadRequest):
         DepositBodyParser().parse(io.BytesIO(raw), "application/json", {"request": _Request()})
+
+
+# --- the cap on entries ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("endpoint", ["deposit", "simulate-deposit"])
+def test_more_assets_than_the_cap_is_a_422_naming_the_field(api, dataset, settings, endpoint):
+    settings.RPC_URL = closed_port_url()  # refused before any node is called
+    assert settings.DEPOSIT_MAX_ASSETS == 32
+    payload = body(assets=[STETH] * 33, amounts=["1"] * 33, sender=WALLET)
+    response = post(api, f"/lat/{LAT}/{endpoint}", payload)
+    error = assert_error(response, 422, "unprocessable_entity")
+    assert (
+        error["message"]
+        == "assets must have at most 32 items.; amounts must have at most 32 items."
+    )
+    only_assets = body(assets=[USDX] * 33, amounts=["1"] * 32, sender=WALLET)
+    error = assert_error(
+        post(api, f"/lat/{LAT}/{endpoint}", only_assets), 422, "unprocessable_entity"
+    )
+    assert error["message"] == (
+        "assets must have at most 32 items.; "
+        "assets and amounts must have the same length (33 assets, 32 amounts)."
+    )
+
+
+def test_exactly_the_cap_is_built(api, dataset):
+    response = post(api, f"/lat/{LAT}/deposit", body(assets=[STETH] * 32, amounts=["3"] * 32))
+    assert response.status_code == 200, response.content
+    assert response.json()["data"]["transaction"]["data"] == expected_calldata(
+        [STETH] * 32, [3] * 32, WALLET
+    )
+
+
+def test_the_cap_is_read_per_request(api, dataset, settings):
+    settings.DEPOSIT_MAX_ASSETS = 2
+    response = post(api, f"/lat/{LAT}/deposit", body(assets=[STETH] * 3, amounts=["1"] * 3))
+    assert_error(response, 422, "unprocessable_entity", "assets must have at most 2 items")
+    assert post(api, f"/lat/{LAT}/deposit", body()).status_code == 200
+
+
+# --- the documented shapes ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def openapi() -> dict:
+    from drf_spectacular.generators import SchemaGenerator
+
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def _resolve(schema: dict, node: dict) -> dict:
+    ref = node.get("$ref")
+    return schema["components"]["schemas"][ref.rsplit("/", 1)[1]] if ref else node
+
+
+def test_schema_simulate_answers_at_the_top_level(openapi):
+    operation = openapi["paths"]["/lat/{address}/simulate-deposit"]["post"]
+    ok = operation["responses"]["200"]["content"]["application/json"]
+    shape = _resolve(openapi, ok["schema"])
+    assert set(shape["properties"]) == {"success", "amounts", "fees", "reason"}
+    assert set(shape["required"]) == {"success", "amounts", "fees"}
+    for example in ok["examples"].values():
+        assert "data" not in example["value"]
+        assert {"success", "amounts", "fees"} <= set(example["value"])
+    # The deposit endpoint keeps its wrapper.
+    build = openapi["paths"]["/lat/{address}/deposit"]["post"]["responses"]["200"]
+    assert set(_resolve(openapi, build["content"]["application/json"]["schema"])["properties"]) == {
+        "data"
+    }
+
+
+def test_schema_documents_the_cap_the_busy_refusal_and_the_deadline(openapi):
+    for path in ("/lat/{address}/deposit", "/lat/{address}/simulate-deposit"):
+        request = openapi["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+        properties = _resolve(openapi, request["schema"])["properties"]
+        assert properties["assets"]["maxItems"] == 32
+        assert properties["amounts"]["maxItems"] == 32
+    responses = openapi["paths"]["/lat/{address}/simulate-deposit"]["post"]["responses"]
+    assert "Retry-After" in responses["429"]["headers"]
+    assert "SIMULATE_MAX_IN_FLIGHT" in responses["429"]["description"]
+    assert "RATE_LIMIT_SIMULATE" in responses["429"]["description"]
+    assert "SIMULATE_TIMEOUT" in responses["500"]["description"]
+
+
+def test_error_docs_say_when_simulate_deposit_answers_429_and_500(client):
+    html = client.get("/docs/errors").content.decode()
+    rate_limit = html.split('id="rate_limit_exceeded"', 1)[1].split("</section>", 1)[0]
+    assert "SIMULATE_MAX_IN_FLIGHT" in rate_limit
+    assert "RATE_LIMIT_SIMULATE" in rate_limit
+    server_error = html.split('id="internal_server_error"', 1)[1].split("</section>", 1)[0]
+    assert "SIMULATE_TIMEOUT" in server_error
+    assert "did not answer in time" in server_error

@@ -61,11 +61,15 @@ class Deposit(models.Model):
 
 
 class DepositCheckpoint(models.Model):
-    """How far the deposit indexer has got for one LAT, and the hash of that block."""
+    """How far the deposit indexer has got for one LAT, and the hash of that block; and the
+    block REORG_MAX_DEPTH below it, taken as final (lats/indexing.py): a reorg that reaches it
+    stops indexing instead of deleting history."""
 
     lat = models.OneToOneField(Lat, on_delete=models.CASCADE, related_name="deposit_checkpoint")
     block_number = models.PositiveBigIntegerField()
     block_hash = models.CharField(max_length=66)
+    final_block = models.PositiveBigIntegerField(null=True, blank=True)
+    final_hash = models.CharField(max_length=66, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from django.conf import settings
 from django.db import connection, transaction
 
 from deposits.models import Deposit, DepositCheckpoint
-from lats.chain.gateway import ChainError, Gateway, gateway_for, scan_ranges
+from lats.chain.gateway import Gateway, gateway_for
+from lats.indexing import Checkpoint, Range, Rewind, index_ranges, index_start
 from lats.models import Lat, SyncStatus
-from lats.services import chain_confirmations, sync_status_failure, sync_status_success
+from lats.services import sync_status_recording, sync_status_success
 
 logger = logging.getLogger(__name__)
 
@@ -208,41 +208,64 @@ class IndexSummary:
     removed: int
 
 
-def _find_fork(lat: Lat, gateway: Gateway) -> int:
-    """The last block whose stored hash the chain still has; deployment block - 1 if none."""
-    numbers = list(
-        Deposit.objects.filter(lat=lat)
-        .order_by("-block_number")
-        .values_list("block_number", "block_hash")
-        .distinct()
-    )
-    for start in range(0, len(numbers), 50):
-        chunk = numbers[start : start + 50]
-        canonical = gateway.blocks((n for n, _ in chunk), missing_ok=True)
-        for number, stored_hash in chunk:
-            if number in canonical and canonical[number].hash == stored_hash:
-                return number
-    return lat.deployment_block - 1
+def _stored_blocks(lat: Lat):
+    def stored(lowest: int, highest: int) -> list[tuple[int, str]]:
+        return list(
+            Deposit.objects.filter(lat=lat, block_number__gte=lowest, block_number__lte=highest)
+            .order_by("-block_number")
+            .values_list("block_number", "block_hash")
+            .distinct()
+        )
+
+    return stored
 
 
-def _check_reorg(lat: Lat, gateway: Gateway, checkpoint: DepositCheckpoint | None) -> int:
-    """Remove deposits a reorg orphaned; returns how many."""
-    if checkpoint is None:
-        return 0
-    current = gateway.block_or_none(checkpoint.block_number)
-    if current is not None and current.hash == checkpoint.block_hash:
-        return 0
-    fork = _find_fork(lat, gateway)
-    logger.warning("Reorg under %s: re-indexing from block %s", lat.proxy_address, fork + 1)
-    with transaction.atomic():
-        removed = deposit_remove_from_block(lat=lat, block_number=fork + 1)
-        if fork >= lat.deployment_block:
-            DepositCheckpoint.objects.filter(lat=lat).update(
-                block_number=fork, block_hash=gateway.block(fork).hash
-            )
-        else:
-            DepositCheckpoint.objects.filter(lat=lat).delete()
+def _checkpoint(lat: Lat) -> Checkpoint | None:
+    row = DepositCheckpoint.objects.filter(lat=lat).first()
+    if row is None:
+        return None
+    return Checkpoint(row.block_number, row.block_hash, row.final_block, row.final_hash)
+
+
+@transaction.atomic
+def _rewind(lat: Lat, rewind: Rewind) -> int:
+    """Remove the deposits a reorg orphaned and move the checkpoint back to the fork."""
+    removed = deposit_remove_from_block(lat=lat, block_number=rewind.fork + 1)
+    if rewind.checkpoint is None:
+        DepositCheckpoint.objects.filter(lat=lat).delete()
+    else:
+        DepositCheckpoint.objects.filter(lat=lat).update(**rewind.checkpoint.fields())
     return removed
+
+
+def _events(read: Range) -> list[DepositEvent]:
+    # Timestamps come with the logs where the node includes them (anvil, geth >= 1.14, reth);
+    # otherwise from the blocks read with them.
+    return [
+        _event(
+            log,
+            log.block_timestamp
+            if log.block_timestamp is not None
+            else read.blocks[log.block_number].timestamp,
+        )
+        for log in read.logs
+    ]
+
+
+def _event(log, timestamp: int) -> DepositEvent:
+    return DepositEvent(
+        tx_hash=log.tx_hash,
+        log_index=log.log_index,
+        block_number=log.block_number,
+        block_hash=log.block_hash,
+        created_at=datetime.fromtimestamp(timestamp, tz=UTC),
+        kind=log.kind,
+        sender=log.sender,
+        receiver=log.receiver,
+        asset=log.asset,
+        amount=log.amount,
+        shares=log.shares,
+    )
 
 
 def deposit_index(
@@ -254,62 +277,48 @@ def deposit_index(
 ) -> IndexSummary:
     """Index the LAT's deposit events from its checkpoint up to head - confirmations.
 
-    Each block range is stored with the checkpoint in one transaction, so an interrupted run
-    resumes where it stopped. A range the node refuses is halved until it is accepted.
+    The node, reorgs and the consistency of logs with their blocks are checked as
+    lats/indexing.py describes. Each block range is stored with the checkpoint in one
+    transaction, so an interrupted run resumes where it stopped. Any failure is recorded on
+    the LAT's sync status.
     """
-    gateway = gateway or gateway_for(lat.chain_id)
-    max_range = max_range or settings.LOG_BLOCK_RANGE
-    try:
-        checkpoint = DepositCheckpoint.objects.filter(lat=lat).first()
-        removed = _check_reorg(lat, gateway, checkpoint)
-        checkpoint = DepositCheckpoint.objects.filter(lat=lat).first()
-        head = gateway.head(confirmations=chain_confirmations(lat.chain_id))
-        start = checkpoint.block_number + 1 if checkpoint else lat.deployment_block
-        first, new = start, 0
+    with sync_status_recording(lat=lat, job=SyncStatus.Job.DEPOSITS):
+        gateway = gateway or gateway_for(lat.chain_id)
+        start = index_start(
+            lat=lat,
+            gateway=gateway,
+            checkpoint=_checkpoint(lat),
+            origin=lat.deployment_block,
+            stored_blocks=_stored_blocks(lat),
+        )
+        removed = _rewind(lat, start.rewind) if start.rewind else 0
+        new, head = 0, start.head
 
         def fetch(first_block: int, last_block: int):
             return gateway.deposit_logs(
                 lat=lat.proxy_address, from_block=first_block, to_block=last_block
             )
 
-        for _, end, logs in scan_ranges(fetch, start=start, end=head.number, max_range=max_range):
-            # Timestamps come with the logs where the node includes them (anvil, geth >= 1.14,
-            # reth); otherwise from the blocks, fetched in the same batch as the range's end.
-            undated = {log.block_number for log in logs if log.block_timestamp is None}
-            blocks = gateway.blocks(undated | {end})
-            events = [
-                DepositEvent(
-                    tx_hash=log.tx_hash,
-                    log_index=log.log_index,
-                    block_number=log.block_number,
-                    block_hash=log.block_hash,
-                    created_at=datetime.fromtimestamp(
-                        log.block_timestamp
-                        if log.block_timestamp is not None
-                        else blocks[log.block_number].timestamp,
-                        tz=UTC,
-                    ),
-                    kind=log.kind,
-                    sender=log.sender,
-                    receiver=log.receiver,
-                    asset=log.asset,
-                    amount=log.amount,
-                    shares=log.shares,
-                )
-                for log in logs
-            ]
+        for read in index_ranges(
+            lat=lat,
+            gateway=gateway,
+            start=start,
+            origin=lat.deployment_block,
+            fetch=fetch,
+            max_range=max_range,
+        ):
             with transaction.atomic():
-                new += deposit_record_events(lat=lat, events=events)
+                new += deposit_record_events(lat=lat, events=_events(read))
                 DepositCheckpoint.objects.update_or_create(
-                    lat=lat, defaults={"block_number": end, "block_hash": blocks[end].hash}
+                    lat=lat, defaults=read.checkpoint.fields()
                 )
             if progress:
-                progress(end - first + 1, head.number - first + 1)
-    except ChainError as exc:
-        logger.warning("Deposit indexing of %s failed: %s", lat.proxy_address, exc)
-        sync_status_failure(lat=lat, job=SyncStatus.Job.DEPOSITS, error=exc)
-        raise
+                progress(read.last - start.first + 1, head.number - start.first + 1)
     sync_status_success(lat=lat, job=SyncStatus.Job.DEPOSITS, block=head.number)
     return IndexSummary(
-        lat=lat.proxy_address, from_block=first, to_block=head.number, new=new, removed=removed
+        lat=lat.proxy_address,
+        from_block=start.first,
+        to_block=head.number,
+        new=new,
+        removed=removed,
     )

@@ -281,6 +281,7 @@ class SyncStatus(models.Model):
         STATE = "state", "LAT state, nodes and operators"
         DEPOSITS = "deposits", "Deposits"
         METADATA = "metadata", "AVS metadata"
+        SNAPSHOT = "snapshot", "AVS rewards and metric snapshot"
 
     lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="sync_statuses")
     job = models.CharField(max_length=16, choices=Job.choices)

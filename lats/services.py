@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import base64
-import ipaddress
-import json
+import contextlib
 import logging
-import socket
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import requests
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from eth_utils import is_hex_address, to_checksum_address
 
@@ -25,7 +22,12 @@ from lats.chain.gateway import (
     ChainError,
     Gateway,
     gateway_for,
+    scan_ranges,
 )
+from lats.indexing import chain_confirmations as chain_confirmations
+from lats.indexing import check_chain, check_not_behind
+from lats.metadata import MetadataUnavailable as MetadataUnavailable
+from lats.metadata import metadata_fetch
 from lats.models import Avs, Lat, LatToken, PriceFeed, SyncStatus, Token
 
 logger = logging.getLogger(__name__)
@@ -107,11 +109,7 @@ class _Reader:
         return value
 
 
-def manifest_parse(data: Any, *, source: str) -> Manifest:
-    """Check a manifest's shape (chain.md); raises ManifestError naming the field."""
-    r = _Reader(source)
-    if not isinstance(data, dict):
-        raise ManifestError(f"{source}: the manifest must be a JSON object")
+def _contract_deployments(r: _Reader, data: Any) -> tuple[dict[str, str], dict[str, str]]:
     deployments = r.get(data, "contractDeployments", "contractDeployments")
     implementation = {}
     for name in IMPLEMENTATION_CONTRACTS:
@@ -127,6 +125,15 @@ def manifest_parse(data: Any, *, source: str) -> Manifest:
         entry = r.get(r.get(deployments, "proxy", "contractDeployments.proxy"), name, path)
         proxy[name] = r.address(entry, "address", f"{path}.address")
         r.integer(entry, "block", f"{path}.block")
+    return implementation, proxy
+
+
+def manifest_parse(data: Any, *, source: str) -> Manifest:
+    """Check a manifest's shape (chain.md); raises ManifestError naming the field."""
+    r = _Reader(source)
+    if not isinstance(data, dict):
+        raise ManifestError(f"{source}: the manifest must be a JSON object")
+    implementation, proxy = _contract_deployments(r, data)
     tokens_raw = r.get(data, "tokens", "tokens")
     if not isinstance(tokens_raw, list):
         raise r.fail("tokens", "must be an array")
@@ -244,11 +251,6 @@ def lat_import_manifests(*, manifests: list[Manifest]) -> list[Lat]:
     return lats
 
 
-def chain_confirmations(chain_id: int) -> int:
-    """Blocks behind the head that the log readers stay (CHAIN_CONFIRMATIONS[_<chainId>])."""
-    return settings.CHAIN_CONFIRMATIONS_BY_CHAIN.get(chain_id, settings.CHAIN_CONFIRMATIONS)
-
-
 # --- sync status ----------------------------------------------------------------------------
 
 
@@ -265,12 +267,47 @@ def sync_status_success(*, lat: Lat, job: str, block: int | None) -> None:
     )
 
 
-def sync_status_failure(*, lat: Lat, job: str, error: Exception) -> None:
-    status, _ = SyncStatus.objects.get_or_create(lat=lat, job=job)
-    status.last_error = f"{type(error).__name__}: {error}"[:2000]
-    status.last_error_at = timezone.now()
-    status.consecutive_failures += 1
-    status.save(update_fields=["last_error", "last_error_at", "consecutive_failures"])
+# Set on an exception once it is recorded, so that the job runner, which records whatever a
+# service did not, does not count it twice.
+_RECORDED = "_lat_sync_status_recorded"
+
+
+def sync_status_recorded(error: BaseException) -> bool:
+    return bool(getattr(error, _RECORDED, False))
+
+
+def sync_status_failure(*, lat: Lat, job: str, error: BaseException, count: bool = True) -> None:
+    """Record the error on the LAT's status row of `job` (once per exception); with
+    count=False only the text is replaced (a clearer reason for a failure already counted).
+
+    A database that cannot record it (down, or the error was its own) is logged, never
+    raised: the original error is what the caller must see."""
+    if count and sync_status_recorded(error):
+        return
+    try:
+        with transaction.atomic():
+            status, _ = SyncStatus.objects.select_for_update().get_or_create(lat=lat, job=job)
+            status.last_error = f"{type(error).__name__}: {error}"[:2000]
+            status.last_error_at = timezone.now()
+            status.consecutive_failures += 1 if count else 0
+            status.save(update_fields=["last_error", "last_error_at", "consecutive_failures"])
+    except DatabaseError:
+        logger.exception("The failure of %s for LAT %s could not be recorded", job, lat.pk)
+        return
+    with contextlib.suppress(AttributeError):
+        setattr(error, _RECORDED, True)
+
+
+@contextlib.contextmanager
+def sync_status_recording(*, lat: Lat, job: str) -> Iterator[None]:
+    """Record any exception raised in the block on the LAT's status row of `job`, then
+    re-raise it: no failure of a refresh goes unrecorded."""
+    try:
+        yield
+    except Exception as exc:
+        logger.warning("%s of %s failed: %s: %s", job, lat.proxy_address, type(exc).__name__, exc)
+        sync_status_failure(lat=lat, job=job, error=exc)
+        raise
 
 
 # --- state refresh --------------------------------------------------------------------------
@@ -311,74 +348,93 @@ def _unit_eth_price(lat: Lat, gateway: Gateway, block: Block) -> int:
 
 
 def lat_refresh_state(*, lat: Lat, gateway: Gateway | None = None) -> RefreshSummary:
-    """Read the LAT, its tokens, nodes and operators at one block, then store what changed."""
-    from operators.services import nodes_store
+    """Read the LAT, its tokens, nodes and operators at one block, then store what changed.
 
-    gateway = gateway or gateway_for(lat.chain_id)
-    try:
+    A node on another chain fails the refresh (ChainMismatch), one whose head is below the
+    block of the stored state skips it (NodeLagging); either way nothing is written. Any
+    failure is recorded on the LAT's sync status."""
+    with sync_status_recording(lat=lat, job=SyncStatus.Job.STATE):
+        gateway = gateway or gateway_for(lat.chain_id)
+        check_chain(lat=lat, gateway=gateway)
         block = gateway.head()
-        proxies = lat.contract_deployments.get("proxy", {})
-        state = gateway.read_lat(
-            proxy=lat.proxy_address,
-            manager=proxies["liquidTokenManager"],
-            coordinator=proxies["stakerNodeCoordinator"],
-            block=block,
-        )
-        strategies = [(t.address, t.strategy) for t in state.tokens]
-        nodes = (
-            gateway.read_nodes(
-                nodes=state.nodes,
-                strategies=strategies,
-                delegation_manager=lat.delegation_manager,
-                block=block,
-            )
-            if state.nodes
-            else []
-        )
-        operators = sorted({n.operator for n in nodes if n.operator != ZERO_ADDRESS})
-        splits = (
-            gateway.operator_splits(
-                rewards_coordinator=lat.rewards_coordinator,
-                pairs=[(op, lat.avs.address) for op in operators],
-                block=block,
-            )
-            if lat.rewards_coordinator and operators
-            else {}
-        )
+        check_not_behind(block, lat.state_block, "the block of the stored state")
+        state, nodes, splits = _read_state(lat, gateway, block)
         known_nodes = set(lat.staker_nodes.values_list("address", flat=True))
         created = _node_creations(
             lat, gateway, block, [n.address for n in nodes if n.address not in known_nodes]
         )
-        with transaction.atomic():
-            unit_price = _unit_eth_price(lat, gateway, block)
-            changed = _store_lat(lat, state, unit_price)
-            changed += nodes_store(
-                lat=lat, nodes=nodes, splits=splits, created=created, block=block
-            )
-            if changed or lat.state_block is None:
-                lat.state_block = block.number
-                lat.save(update_fields=["state_block"])
-    except (ChainError, KeyError) as exc:
-        logger.warning("State refresh of %s failed: %s", lat.proxy_address, exc)
-        sync_status_failure(lat=lat, job=SyncStatus.Job.STATE, error=exc)
-        raise
+        changed = _store_state(lat, gateway, block, state, nodes, splits, created)
     sync_status_success(lat=lat, job=SyncStatus.Job.STATE, block=block.number)
     return RefreshSummary(lat=lat.proxy_address, block=block.number, changed=changed)
 
 
+def _read_state(lat: Lat, gateway: Gateway, block: Block):
+    """The LAT, its nodes and its operators' splits at the block, from the chain."""
+    proxies = lat.contract_deployments.get("proxy", {})
+    state = gateway.read_lat(
+        proxy=lat.proxy_address,
+        manager=proxies["liquidTokenManager"],
+        coordinator=proxies["stakerNodeCoordinator"],
+        block=block,
+    )
+    strategies = [(t.address, t.strategy) for t in state.tokens]
+    nodes = (
+        gateway.read_nodes(
+            nodes=state.nodes,
+            strategies=strategies,
+            delegation_manager=lat.delegation_manager,
+            block=block,
+        )
+        if state.nodes
+        else []
+    )
+    operators = sorted({n.operator for n in nodes if n.operator != ZERO_ADDRESS})
+    splits = (
+        gateway.operator_splits(
+            rewards_coordinator=lat.rewards_coordinator,
+            pairs=[(op, lat.avs.address) for op in operators],
+            block=block,
+        )
+        if lat.rewards_coordinator and operators
+        else {}
+    )
+    return state, nodes, splits
+
+
+@transaction.atomic
+def _store_state(lat: Lat, gateway: Gateway, block: Block, state, nodes, splits, created) -> int:
+    from operators.services import nodes_store
+
+    unit_price = _unit_eth_price(lat, gateway, block)
+    changed = _store_lat(lat, state, unit_price)
+    changed += nodes_store(lat=lat, nodes=nodes, splits=splits, created=created, block=block)
+    if changed or lat.state_block is None:
+        lat.state_block = block.number
+        lat.save(update_fields=["state_block"])
+    return changed
+
+
 def _node_creations(lat: Lat, gateway: Gateway, block: Block, new_nodes: list[str]):
-    """Block and time of the NodeCreated event of each new node."""
+    """Block and time of the NodeCreated event of each new node (ranges of at most
+    LOG_BLOCK_RANGE blocks, halved while the node refuses them)."""
     if not new_nodes:
         return {}
     coordinator = lat.contract_deployments["proxy"]["stakerNodeCoordinator"]
-    logs = gateway.event_logs(
-        contract="StakerNodeCoordinator",
-        name="NodeCreated",
-        address=coordinator,
-        from_block=lat.deployment_block,
-        to_block=block.number,
-    )
-    found = {to_checksum_address(log.values[1]): log.block_number for log in logs}
+
+    def fetch(first: int, last: int):
+        return gateway.event_logs(
+            contract="StakerNodeCoordinator",
+            name="NodeCreated",
+            address=coordinator,
+            from_block=first,
+            to_block=last,
+        )
+
+    found: dict[str, int] = {}
+    for _, _, logs in scan_ranges(
+        fetch, start=lat.deployment_block, end=block.number, max_range=settings.LOG_BLOCK_RANGE
+    ):
+        found |= {to_checksum_address(log.values[1]): log.block_number for log in logs}
     blocks = gateway.blocks({found.get(n, block.number) for n in new_nodes})
     return {n: blocks[found.get(n, block.number)] for n in new_nodes}
 
@@ -453,70 +509,6 @@ METADATA_FIELDS = {
 }
 
 
-class MetadataUnavailable(Exception):
-    pass
-
-
-def _public_host(uri: str) -> None:
-    """Refuse a URL whose host resolves to a private, loopback or link-local address: the URI
-    comes from the chain, and the worker must not be made to fetch internal services."""
-    if settings.METADATA_ALLOW_PRIVATE_HOSTS:
-        return
-    host = urllib.parse.urlsplit(uri).hostname or ""
-    try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
-    except (OSError, UnicodeError) as exc:
-        raise MetadataUnavailable(f"the metadata host {host!r} does not resolve") from exc
-    for address in addresses:
-        if not ipaddress.ip_address(address.split("%")[0]).is_global:
-            raise MetadataUnavailable(f"the metadata host {host!r} is not a public address")
-
-
-def metadata_fetch(uri: str) -> dict[str, Any]:
-    """The metadata JSON behind a URI: a data: URI, or http(s) with a timeout and a size cap
-    (public hosts only, no redirects followed)."""
-    cap = settings.METADATA_MAX_BYTES
-    if uri.startswith("data:"):
-        header, _, payload = uri[5:].partition(",")
-        if len(payload) > cap * 2:
-            raise MetadataUnavailable(f"the metadata document is over {cap} bytes")
-        try:
-            raw = (
-                base64.b64decode(payload, validate=True)
-                if header.endswith(";base64")
-                else urllib.parse.unquote_to_bytes(payload)
-            )
-        except ValueError as exc:
-            raise MetadataUnavailable("the metadata data: URI is not valid base64") from exc
-    elif uri.startswith(("http://", "https://")):
-        _public_host(uri)
-        try:
-            with requests.get(
-                uri, timeout=settings.METADATA_FETCH_TIMEOUT, stream=True, allow_redirects=False
-            ) as response:
-                if response.is_redirect:
-                    raise MetadataUnavailable(f"the document at {uri} redirects elsewhere")
-                response.raise_for_status()
-                raw = b""
-                for chunk in response.iter_content(8192):
-                    raw += chunk
-                    if len(raw) > cap:
-                        raise MetadataUnavailable(f"the document at {uri} is over {cap} bytes")
-        except requests.RequestException as exc:
-            raise MetadataUnavailable(f"the document at {uri} could not be fetched") from exc
-    else:
-        raise MetadataUnavailable(f"unsupported metadata URI scheme: {uri[:40]}")
-    if len(raw) > cap:
-        raise MetadataUnavailable(f"the metadata document is over {cap} bytes")
-    try:
-        document = json.loads(raw)
-    except ValueError as exc:
-        raise MetadataUnavailable("the metadata document is not JSON") from exc
-    if not isinstance(document, dict):
-        raise MetadataUnavailable("the metadata document is not a JSON object")
-    return document
-
-
 _URL_FIELDS = {f for f in METADATA_FIELDS.values() if f != "metadata_name"} - {
     "metadata_description"
 }
@@ -555,38 +547,58 @@ def avs_apply_metadata(*, avs: Avs, uri: str, document: dict[str, Any], block: i
 
 
 def avs_refresh_metadata(*, lat: Lat, gateway: Gateway | None = None) -> bool:
-    """Seed the LAT's AVS metadata from its latest AVSMetadataURIUpdated event."""
+    """Seed the LAT's AVS metadata from its latest AVSMetadataURIUpdated event (read in ranges
+    of at most LOG_BLOCK_RANGE blocks). A node on another chain fails the refresh, one whose
+    head is below the stored event's block skips it; any failure is recorded."""
     if not lat.avs_directory:
         return False
-    gateway = gateway or gateway_for(lat.chain_id)
     avs = lat.avs
-    try:
+    with sync_status_recording(lat=lat, job=SyncStatus.Job.METADATA):
+        gateway = gateway or gateway_for(lat.chain_id)
+        check_chain(lat=lat, gateway=gateway)
         head = gateway.head()
-        start = avs.metadata_updated_block or lat.deployment_block
-        logs = gateway.event_logs(
+        check_not_behind(head, avs.metadata_updated_block, "the block of the stored metadata")
+        latest = _latest_metadata_event(lat, gateway, head)
+        changed: list[str] = []
+        if latest is not None and (
+            latest.values[1] != avs.metadata_uri
+            or avs.metadata_updated_block != latest.block_number
+        ):
+            uri = latest.values[1]
+            document = metadata_fetch(uri)
+            changed = avs_apply_metadata(
+                avs=avs, uri=uri, document=document, block=latest.block_number
+            )
+    sync_status_success(lat=lat, job=SyncStatus.Job.METADATA, block=head.number)
+    return bool(changed)
+
+
+def _latest_metadata_event(lat: Lat, gateway: Gateway, head: Block):
+    avs = lat.avs
+    topic = "0x" + "0" * 24 + avs.address[2:].lower()
+
+    def fetch(first: int, last: int):
+        return gateway.event_logs(
             contract="AVSDirectory",
             name="AVSMetadataURIUpdated",
             address=lat.avs_directory,
-            topics=["0x" + "0" * 24 + avs.address[2:].lower()],
-            from_block=start,
-            to_block=head.number,
+            topics=[topic],
+            from_block=first,
+            to_block=last,
         )
-        if not logs:
-            sync_status_success(lat=lat, job=SyncStatus.Job.METADATA, block=head.number)
-            return False
-        latest = max(logs, key=lambda log: (log.block_number, log.log_index))
-        uri = latest.values[1]
-        if uri == avs.metadata_uri and avs.metadata_updated_block == latest.block_number:
-            sync_status_success(lat=lat, job=SyncStatus.Job.METADATA, block=head.number)
-            return False
-        document = metadata_fetch(uri)
-        changed = avs_apply_metadata(avs=avs, uri=uri, document=document, block=latest.block_number)
-    except (ChainError, MetadataUnavailable) as exc:
-        logger.warning("Metadata refresh of %s failed: %s", avs.address, exc)
-        sync_status_failure(lat=lat, job=SyncStatus.Job.METADATA, error=exc)
-        raise
-    sync_status_success(lat=lat, job=SyncStatus.Job.METADATA, block=head.number)
-    return bool(changed)
+
+    latest = None
+    start = avs.metadata_updated_block or lat.deployment_block
+    for _, _, logs in scan_ranges(
+        fetch, start=start, end=head.number, max_range=settings.LOG_BLOCK_RANGE
+    ):
+        for log in logs:
+            if latest is None or (log.block_number, log.log_index) > (
+                latest.block_number,
+                latest.log_index,
+            ):
+                latest = log
+    return latest
 
 
 def block_time(block: Block) -> datetime:

@@ -3,10 +3,18 @@
 Every per-LAT task of the project (here, in deposits/tasks.py and metrics/tasks.py) runs through
 `run_lat_job`: it takes a PostgreSQL advisory lock on (job, lat id) so that overlapping runs of
 the same job for the same LAT skip rather than race, and returns a small JSON result whose
-`status` is `done`, `skipped` (another run holds the lock), `missing` (no such LAT) or `failed`
-(a chain revert or an unusable metadata document: logged, recorded in SyncStatus by the
-service, not retried). An unreachable node (`ChainUnavailable`) is retried with exponential
-backoff and jitter; anything unexpected propagates, so Celery logs it, and is not retried.
+`status` is `done`, `skipped` (another run holds the lock), `missing` (no such LAT),
+`lagging` (the node is behind what is stored: nothing done, not retried, the next scheduled
+run tries again; recorded like a failure, so that a node that stays behind shows in
+`consecutive_failures`) or `failed` (a chain revert, a node on another chain, a reorg deeper
+than REORG_MAX_DEPTH, an unusable metadata document: not retried). An unreachable node
+(`ChainUnavailable`) is retried with exponential backoff and jitter; anything unexpected (a
+database error, a malformed manifest, a bug) propagates, so Celery logs it and stores it as the
+task's result, and is not retried.
+
+Whatever a job raises is recorded on the LAT's sync status row of that job (the service records
+what it raises; `run_lat_job` records whatever reached it unrecorded), so no failure leaves a
+job stuck silently.
 
 The fan-out tasks, run by beat, enqueue one per-LAT task per LAT.
 """
@@ -22,12 +30,14 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from lats.chain.gateway import ChainError, ChainUnavailable
+from lats.indexing import NodeLagging
 from lats.models import Lat, SyncStatus
 from lats.services import (
     MetadataUnavailable,
     avs_refresh_metadata,
     lat_refresh_state,
     sync_status_failure,
+    sync_status_recorded,
 )
 from latsite.locks import advisory_lock
 
@@ -36,6 +46,7 @@ logger = logging.getLogger(__name__)
 DONE = "done"
 SKIPPED = "skipped"
 MISSING = "missing"
+LAGGING = "lagging"
 FAILED = "failed"
 
 # Options of every per-LAT task. Retries back off 10 s, 20 s, 40 s, ... (at most 5 min), each
@@ -60,11 +71,12 @@ FAN_OUT_OPTIONS: dict[str, Any] = {
 FAN_OUT_EXPIRES = 15 * 60
 
 
-# The sync status row each job records its last result in (metrics snapshots have none).
+# The sync status row each job records its last result in.
 SYNC_STATUS_JOBS = {
     "lats.tasks.refresh_lat_state": SyncStatus.Job.STATE,
     "lats.tasks.refresh_avs_metadata": SyncStatus.Job.METADATA,
     "deposits.tasks.index_deposits": SyncStatus.Job.DEPOSITS,
+    "metrics.tasks.record_snapshot": SyncStatus.Job.SNAPSHOT,
 }
 
 
@@ -81,24 +93,38 @@ def run_lat_job(job: str, lat_id: int, run: Callable[[Lat], dict[str, Any]]) -> 
             return outcome | {"status": MISSING}
         try:
             details = run(lat)
-        except ChainUnavailable:
-            raise  # retried by autoretry_for
         except SoftTimeLimitExceeded as exc:
             # The service's transaction rolled back; ops see why on the LAT's sync status.
-            status_job = SYNC_STATUS_JOBS.get(job)
-            if status_job:
-                sync_status_failure(
-                    lat=lat,
-                    job=status_job,
-                    error=TimeoutError(f"stopped at the soft time limit of {job}"),
-                )
+            _record(job, lat, exc, TimeoutError(f"stopped at the soft time limit of {job}"))
             logger.error("%s for %s hit the soft time limit", job, lat.symbol)
-            raise exc
-        except (ChainError, MetadataUnavailable) as exc:
-            logger.warning("%s for %s failed, not retried: %s", job, lat.symbol, exc)
-            return outcome | {"status": FAILED, "error": f"{type(exc).__name__}: {exc}"[:500]}
+            raise
+        except Exception as exc:
+            _record(job, lat, exc)
+            if isinstance(exc, ChainUnavailable):
+                raise  # retried by autoretry_for
+            error = f"{type(exc).__name__}: {exc}"[:500]
+            if isinstance(exc, NodeLagging):
+                logger.info("%s for %s skipped: %s", job, lat.symbol, exc)
+                return outcome | {"status": LAGGING, "error": error}
+            if isinstance(exc, ChainError | MetadataUnavailable):
+                logger.warning("%s for %s failed, not retried: %s", job, lat.symbol, exc)
+                return outcome | {"status": FAILED, "error": error}
+            raise  # unexpected: Celery logs it and stores it as the task's result
     logger.info("%s for %s: %s", job, lat.symbol, details)
     return outcome | {"status": DONE} | details
+
+
+def _record(job: str, lat: Lat, raised: BaseException, text: BaseException | None = None) -> None:
+    """Record what was raised on the job's status row unless the service did; with `text`,
+    record that clearer error in its place (counted only if the service did not count it)."""
+    status_job = SYNC_STATUS_JOBS.get(job)
+    if status_job is None:
+        return
+    if text is None:
+        sync_status_failure(lat=lat, job=status_job, error=raised)  # once per exception
+    else:
+        recorded = sync_status_recorded(raised)
+        sync_status_failure(lat=lat, job=status_job, error=text, count=not recorded)
 
 
 def fan_out(task, job: str) -> list[int]:

@@ -41,6 +41,7 @@ class RewardSubmission(models.Model):
     tx_hash = models.CharField(max_length=66)
     log_index = models.PositiveIntegerField()
     block_number = models.PositiveBigIntegerField()
+    block_hash = models.CharField(max_length=66, blank=True, default="")
     token = models.CharField(max_length=42)
     amount = UintField()
     start_timestamp = models.PositiveBigIntegerField()
@@ -49,6 +50,9 @@ class RewardSubmission(models.Model):
 
     class Meta:
         ordering = ("avs_id", "block_number", "log_index")
+        indexes = [
+            models.Index(fields=("avs", "block_number"), name="reward_avs_block_idx"),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=("chain_id", "tx_hash", "log_index"), name="reward_tx_log_uniq"
@@ -60,12 +64,16 @@ class RewardSubmission(models.Model):
 
 
 class RewardsCheckpoint(models.Model):
-    """How far the rewards submissions of one AVS have been read."""
+    """How far the rewards submissions of one AVS have been read, the hash of that block, and
+    the block taken as final (as DepositCheckpoint; lats/indexing.py)."""
 
     avs = models.OneToOneField(
         "lats.Avs", on_delete=models.CASCADE, related_name="rewards_checkpoint"
     )
     block_number = models.PositiveBigIntegerField()
+    block_hash = models.CharField(max_length=66, blank=True, default="")
+    final_block = models.PositiveBigIntegerField(null=True, blank=True)
+    final_hash = models.CharField(max_length=66, blank=True, default="")
 
     def __str__(self) -> str:
         return f"{self.avs} @ {self.block_number}"

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
+from decimal import Context, Decimal
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from eth_utils import to_checksum_address
 
 from deposits.models import Deposit
-from lats.chain.gateway import Gateway, gateway_for, scan_ranges
-from lats.models import Lat, PriceFeed, Token
+from lats.chain.gateway import Gateway, gateway_for
+from lats.indexing import Checkpoint, Rewind, index_ranges, index_start
+from lats.models import Lat, PriceFeed, SyncStatus, Token
 from lats.selectors import APY_WINDOWS, WAD, lat_exchange_rate_unit, lat_tvl, to_eth, token_links
-from lats.services import assign_changed, chain_confirmations
+from lats.services import assign_changed, sync_status_recording, sync_status_success
 from latsite.api.documents import documents_changed
 from metrics.models import MetricSnapshot, RewardsCheckpoint, RewardSubmission
 
@@ -58,13 +58,18 @@ def _base_apy(links, tvl) -> Decimal:
     return weighted / total
 
 
+# Quantizing needs room for every digit: the default context's 28 would fail on a TVL above
+# 10**10 ETH at 18 decimals (InvalidOperation) rather than store it.
+_WIDE = Context(prec=78)
+
+
 def _eth(value: Decimal) -> Decimal:
     """At the scale of the snapshot's TVL columns, so that equal values compare equal."""
-    return value.quantize(Decimal(10) ** -18)
+    return value.quantize(Decimal(10) ** -18, context=_WIDE)
 
 
 def _pct(value: Decimal) -> Decimal:
-    return value.quantize(Decimal(10) ** -8)
+    return value.quantize(Decimal(10) ** -8, context=_WIDE)
 
 
 def _fmt(value: Decimal) -> str:
@@ -130,59 +135,145 @@ def _rewards_apy(
 @dataclass(frozen=True)
 class RewardsSummary:
     new: int
-    at: datetime  # the time of the block read up to: the snapshot's "now"
+    removed: int  # orphaned by a reorg
+    block: int  # the confirmed head read up to
+    at: datetime  # the time of that block: the snapshot's "now"
+
+
+def _stored_blocks(lat: Lat):
+    def stored(lowest: int, highest: int) -> list[tuple[int, str]]:
+        return list(
+            RewardSubmission.objects.filter(
+                avs_id=lat.avs_id, block_number__gte=lowest, block_number__lte=highest
+            )
+            .order_by("-block_number")
+            .values_list("block_number", "block_hash")
+            .distinct()
+        )
+
+    return stored
+
+
+def _checkpoint(lat: Lat) -> Checkpoint | None:
+    row = RewardsCheckpoint.objects.filter(avs_id=lat.avs_id).first()
+    if row is None:
+        return None
+    return Checkpoint(row.block_number, row.block_hash, row.final_block, row.final_hash)
+
+
+@transaction.atomic
+def _rewind(lat: Lat, rewind: Rewind) -> int:
+    """Remove the submissions a reorg orphaned and move the checkpoint back to the fork."""
+    removed, _ = RewardSubmission.objects.filter(
+        avs_id=lat.avs_id, block_number__gt=rewind.fork
+    ).delete()
+    if rewind.checkpoint is None:
+        RewardsCheckpoint.objects.filter(avs_id=lat.avs_id).delete()
+    else:
+        RewardsCheckpoint.objects.filter(avs_id=lat.avs_id).update(**rewind.checkpoint.fields())
+    return removed
+
+
+def _store_submissions(lat: Lat, logs) -> int:
+    new = 0
+    for log in logs:
+        strategies, token, amount, start_timestamp, duration = log.values[3]
+        _, created = RewardSubmission.objects.get_or_create(
+            chain_id=lat.chain_id,
+            tx_hash=log.tx_hash,
+            log_index=log.log_index,
+            defaults={
+                "avs_id": lat.avs_id,
+                "block_number": log.block_number,
+                "block_hash": log.block_hash,
+                "token": to_checksum_address(token),
+                "amount": amount,
+                "start_timestamp": start_timestamp,
+                "duration": duration,
+                "strategies": [to_checksum_address(s) for s, _ in strategies],
+            },
+        )
+        new += created
+    return new
 
 
 def rewards_index(*, lat: Lat, gateway: Gateway | None = None) -> RewardsSummary:
-    """Store the AVS's AVSRewardsSubmissionCreated events since its checkpoint. Running twice
-    adds nothing. The time of the block it read up to is returned for the snapshot, so that
-    metrics are those of the chain's state, not of the clock (a second sync over the same
+    """Store the AVS's AVSRewardsSubmissionCreated events since its checkpoint, with the same
+    checks of the node, reorgs and consistency as the deposits (lats/indexing.py). Running
+    twice adds nothing. The time of the block it read up to is returned for the snapshot, so
+    that metrics are those of the chain's state, not of the clock (a second sync over the same
     blocks writes nothing)."""
     gateway = gateway or gateway_for(lat.chain_id)
-    head = gateway.head(confirmations=chain_confirmations(lat.chain_id))
-    at = datetime.fromtimestamp(head.timestamp, tz=UTC)
-    if not lat.rewards_coordinator:
-        return RewardsSummary(new=0, at=at)
-    checkpoint = RewardsCheckpoint.objects.filter(avs_id=lat.avs_id).first()
-    start = checkpoint.block_number + 1 if checkpoint else lat.deployment_block
+    coordinator = lat.rewards_coordinator
+    start = index_start(
+        lat=lat,
+        gateway=gateway,
+        checkpoint=_checkpoint(lat) if coordinator else None,
+        origin=lat.deployment_block,
+        stored_blocks=_stored_blocks(lat),
+    )
+    summary = RewardsSummary(
+        new=0,
+        removed=_rewind(lat, start.rewind) if start.rewind else 0,
+        block=start.head.number,
+        at=datetime.fromtimestamp(start.head.timestamp, tz=UTC),
+    )
+    if not coordinator:
+        return summary
     avs_topic = "0x" + "0" * 24 + lat.avs.address[2:].lower()
-    new = 0
 
     def fetch(first_block: int, last_block: int):
         return gateway.event_logs(
             contract="RewardsCoordinator",
             name="AVSRewardsSubmissionCreated",
-            address=lat.rewards_coordinator,
+            address=coordinator,
             topics=[avs_topic],
             from_block=first_block,
             to_block=last_block,
         )
 
-    for _, end, logs in scan_ranges(
-        fetch, start=start, end=head.number, max_range=settings.LOG_BLOCK_RANGE
+    new = 0
+    for read in index_ranges(
+        lat=lat, gateway=gateway, start=start, origin=lat.deployment_block, fetch=fetch
     ):
         with transaction.atomic():
-            for log in logs:
-                strategies, token, amount, start_timestamp, duration = log.values[3]
-                _, created = RewardSubmission.objects.get_or_create(
-                    chain_id=lat.chain_id,
-                    tx_hash=log.tx_hash,
-                    log_index=log.log_index,
-                    defaults={
-                        "avs_id": lat.avs_id,
-                        "block_number": log.block_number,
-                        "token": to_checksum_address(token),
-                        "amount": amount,
-                        "start_timestamp": start_timestamp,
-                        "duration": duration,
-                        "strategies": [to_checksum_address(s) for s, _ in strategies],
-                    },
-                )
-                new += created
+            new += _store_submissions(lat, read.logs)
             RewardsCheckpoint.objects.update_or_create(
-                avs_id=lat.avs_id, defaults={"block_number": end}
+                avs_id=lat.avs_id, defaults=read.checkpoint.fields()
             )
-    return RewardsSummary(new=new, at=at)
+    return replace(summary, new=new)
+
+
+def metrics_refresh(*, lat: Lat, gateway: Gateway | None = None) -> MetricSnapshot:
+    """The snapshot job: index the AVS's reward submissions, then record the LAT's metrics at
+    the block read up to. Any failure is recorded on the LAT's `snapshot` sync status."""
+    with sync_status_recording(lat=lat, job=SyncStatus.Job.SNAPSHOT):
+        rewards = rewards_index(lat=lat, gateway=gateway)
+        snapshot = snapshot_record(lat=lat, at=rewards.at)
+    sync_status_success(lat=lat, job=SyncStatus.Job.SNAPSHOT, block=rewards.block)
+    return snapshot
+
+
+def _avg30d(lat: Lat, now: datetime, base: Decimal) -> dict[str, str]:
+    """The mean of the last 30 daily values (each day's last snapshot)."""
+    per_day: dict = {}
+    for timestamp, native, rewards in (
+        MetricSnapshot.objects.filter(lat=lat, timestamp__gte=now - timedelta(days=30))
+        .order_by("timestamp")
+        .values_list("timestamp", "native_apy", "apy")
+    ):
+        per_day[timestamp.date()] = (native, rewards)
+    daily = list(per_day.values())
+
+    def mean(index: int) -> Decimal:
+        return sum((d[index] for d in daily), Decimal(0)) / len(daily) if daily else Decimal(0)
+
+    return {
+        "apy": _fmt(mean(1)),
+        "baseApy": _fmt(base),
+        "nativeApy": _fmt(mean(0)),
+        "totalApy": _fmt(mean(1) + base),
+    }
 
 
 @transaction.atomic
@@ -232,25 +323,7 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
         changed = assign_changed(snapshot, values)
         if changed:
             snapshot.save(update_fields=changed)
-    # avg30d: the mean of the last 30 daily values (each day's last snapshot).
-    per_day: dict = {}
-    for timestamp, native, rewards in (
-        MetricSnapshot.objects.filter(lat=lat, timestamp__gte=now - timedelta(days=30))
-        .order_by("timestamp")
-        .values_list("timestamp", "native_apy", "apy")
-    ):
-        per_day[timestamp.date()] = (native, rewards)
-    daily = list(per_day.values())
-
-    def mean(index: int) -> Decimal:
-        return sum((d[index] for d in daily), Decimal(0)) / len(daily) if daily else Decimal(0)
-
-    apys["avg30d"] = {
-        "apy": _fmt(mean(1)),
-        "baseApy": _fmt(base),
-        "nativeApy": _fmt(mean(0)),
-        "totalApy": _fmt(mean(1) + base),
-    }
+    apys["avg30d"] = _avg30d(lat, now, base)
     ordered = {w: apys[w] for w in APY_WINDOWS}
     if lat.apys != ordered:
         Lat.objects.filter(pk=lat.pk).update(apys=ordered)

@@ -1,4 +1,4 @@
-"""Celery tasks of metric snapshots: take ids, call `snapshot_record` (see lats/tasks.py)."""
+"""Celery tasks of metric snapshots: take ids, call `metrics_refresh` (see lats/tasks.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from celery import shared_task
 
 from lats.models import Lat
 from lats.tasks import FAN_OUT_OPTIONS, LAT_TASK_OPTIONS, fan_out, run_lat_job
-from metrics.services import rewards_index, snapshot_record
+from metrics.services import metrics_refresh
 
 SNAPSHOT_JOB = "metrics.tasks.record_snapshot"
 
@@ -19,8 +19,7 @@ def record_snapshot(lat_id: int) -> dict[str, Any]:
 
     def run(lat: Lat) -> dict[str, Any]:
         # The rewards APY needs the AVS's latest submissions; metrics are those at its block.
-        rewards = rewards_index(lat=lat)
-        snapshot = snapshot_record(lat=lat, at=rewards.at)
+        snapshot = metrics_refresh(lat=lat)
         return {"timestamp": snapshot.timestamp.isoformat(), "block": snapshot.block_number}
 
     return run_lat_job(SNAPSHOT_JOB, lat_id, run)

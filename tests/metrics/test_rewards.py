@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from lats.models import Lat
-from metrics.models import RewardSubmission
+from metrics.models import RewardsCheckpoint, RewardSubmission
 from metrics.services import snapshot_record
 from tests import factories as f
 
@@ -98,9 +98,19 @@ def test_submissions_indexed_from_the_chain(chain, settings, tmp_path, api):
             argument_filters={"avs": manifest["avsAddress"]},
         )
         stored = RewardSubmission.objects.filter(avs__address=manifest["avsAddress"])
-        assert sorted((s.tx_hash, int(s.amount)) for s in stored) == sorted(
-            ("0x" + e["transactionHash"].hex().removeprefix("0x"), _amount(e["args"]))
+        assert sorted((s.tx_hash, s.block_hash, int(s.amount)) for s in stored) == sorted(
+            (
+                "0x" + e["transactionHash"].hex().removeprefix("0x"),
+                "0x" + e["blockHash"].hex().removeprefix("0x"),
+                _amount(e["args"]),
+            )
             for e in events
+        )
+        head = chain.w3.eth.get_block("latest")  # 0 confirmations on the devnet
+        checkpoint = RewardsCheckpoint.objects.get(avs__address=manifest["avsAddress"])
+        assert (checkpoint.block_number, checkpoint.block_hash) == (
+            head["number"],
+            "0x" + head["hash"].hex().removeprefix("0x"),
         )
     eth = chain.lat("latETH")
     apys = api.get(f"/lat/{eth['proxyAddress']}?withRewards=true").json()["apys"]

@@ -1,4 +1,9 @@
-"""python manage.py lat_sync [--lat ADDRESS] : every refresh once, in-process."""
+"""python manage.py lat_sync [--lat ADDRESS] : every refresh once, in-process.
+
+Each LAT's failures are recorded on its sync status by the services, as in the Celery jobs. A
+node error (unreachable, another chain, a reorg too deep) or a lagging node is reported per LAT
+and the next LAT is synced; the command then exits with an error. Anything else propagates.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,11 @@ from tqdm import tqdm
 
 from deposits.services import deposit_index
 from lats.chain.gateway import ChainError
+from lats.indexing import NodeLagging
 from lats.models import Lat
 from lats.services import MetadataUnavailable, avs_refresh_metadata, lat_refresh_state
 from latsite.api.params import ADDRESS_PATTERN, checksum
-from metrics.services import rewards_index, snapshot_record
+from metrics.services import metrics_refresh
 
 
 class Command(BaseCommand):
@@ -39,11 +45,16 @@ class Command(BaseCommand):
                 except MetadataUnavailable as exc:
                     self.stderr.write(f"{lat.symbol}: AVS metadata not refreshed: {exc}")
                 deposits = self._index(lat, quiet=options["no_progress"])
-                rewards = rewards_index(lat=lat)
-                snapshot_record(lat=lat, at=rewards.at)
+                metrics_refresh(lat=lat)
+            except NodeLagging as exc:
+                failures += 1
+                self.stderr.write(f"{lat.symbol} {lat.proxy_address}: sync skipped: {exc}")
+                continue
             except ChainError as exc:
                 failures += 1
-                self.stderr.write(f"{lat.symbol} {lat.proxy_address}: sync failed: {exc}")
+                self.stderr.write(
+                    f"{lat.symbol} {lat.proxy_address}: sync failed: {type(exc).__name__}: {exc}"
+                )
                 continue
             self.stdout.write(
                 f"{lat.symbol} {lat.proxy_address}: state at block {state.block} "

@@ -99,12 +99,14 @@ def gunicorn(
     env: dict[str, str],
     *,
     workers: int,
+    threads: int = 0,
     extra_args: tuple[str, ...] = (),
     ready_path: str = "/health",
     ready_timeout: float = 60.0,
     log=print,
 ) -> Iterator[Server]:
-    """Run `gunicorn latsite.wsgi:application` with sync workers and no access log.
+    """Run `gunicorn latsite.wsgi:application` with sync workers (gthread workers of `threads`
+    threads each when `threads` > 0) and no access log.
 
     `env` is the whole environment of the server (DATABASE_URL etc.). The server is stopped on
     leaving the block, whatever happens inside it.
@@ -112,6 +114,11 @@ def gunicorn(
     port = free_port()
     log_dir = Path(tempfile.mkdtemp(prefix="lat-bench-"))
     log_path = log_dir / "gunicorn.log"
+    if threads > 0:
+        worker_args = ("--worker-class", "gthread", "--threads", str(threads))
+        kind = f"gthread workers x {threads} threads"
+    else:
+        worker_args, kind = ("--worker-class", "sync"), "sync workers"
     cmd = [
         PYTHON,
         "-m",
@@ -121,8 +128,7 @@ def gunicorn(
         f"{HOST}:{port}",
         "--workers",
         str(workers),
-        "--worker-class",
-        "sync",
+        *worker_args,
         "--error-logfile",
         str(log_path),
         "--log-level",
@@ -146,7 +152,7 @@ def gunicorn(
         started = time.monotonic()
         _wait_ready(server, ready_path, ready_timeout)
         log(
-            f"server: gunicorn pid {process.pid} on {HOST}:{port}, {workers} sync workers, "
+            f"server: gunicorn pid {process.pid} on {HOST}:{port}, {workers} {kind}, "
             f"ready in {time.monotonic() - started:.1f} s (log {log_path})"
         )
         yield server

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from bench import direct_restaking
 from bench.context import Context, SectionResult
-from bench.sections import api, indexing
+from bench.sections import api, faults, indexing
 
 
 @dataclass(frozen=True)
@@ -27,5 +27,6 @@ SECTIONS: dict[str, Section] = {
         Section("api", api.TITLE, api.run),
         Section("restaking", direct_restaking.TITLE, direct_restaking.section),
         Section("indexing", indexing.TITLE, indexing.run),
+        Section("faults", faults.TITLE, faults.run),
     )
 }

@@ -16,6 +16,7 @@ from eth_utils import is_hex_address, to_checksum_address
 from lats.curation import avs_release_curated, avs_update_curated
 from lats.models import Avs, FeeStructure, Lat, LatToken, PriceFeed, SyncStatus, Token
 from lats.tasks import enqueue_metadata_refresh, enqueue_refresh_now
+from latsite.admin_site import guard_third_party_actions
 
 
 class ReadOnlyAdminMixin:
@@ -186,7 +187,14 @@ class LatAdmin(admin.ModelAdmin):
             return "never synced"
         return format_html_join("", "<div>{}: {}</div>", lines)
 
-    @admin.action(description="Refresh now (state, deposits, snapshot, AVS metadata)")
+    def has_refresh_permission(self, request) -> bool:
+        """A refresh rewrites the LAT's chain state: staff who may change LATs."""
+        return self.has_change_permission(request)
+
+    @admin.action(
+        description="Refresh now (state, deposits, snapshot, AVS metadata)",
+        permissions=["refresh"],
+    )
     def refresh_now(self, request, queryset):
         ids = list(queryset.values_list("id", flat=True))
         transaction.on_commit(partial(enqueue_refresh_now, ids))
@@ -277,7 +285,10 @@ class AvsAdmin(admin.ModelAdmin):
         if release and avs_release_curated(avs=obj, fields=release):
             transaction.on_commit(partial(enqueue_metadata_refresh, [obj.pk]))
 
-    @admin.action(description="Reset to on-chain metadata (release every staff edit)")
+    @admin.action(
+        description="Reset to on-chain metadata (release every staff edit)",
+        permissions=["change"],
+    )
     def reset_to_onchain_metadata(self, request, queryset):
         avss = list(queryset)
         released = [avs.pk for avs in avss if avs_release_curated(avs=avs)]
@@ -356,3 +367,8 @@ class SyncStatusAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ("job",)
     list_select_related = ("lat",)
     search_fields = ("lat__symbol", "lat__proxy_address")
+
+
+# Schedules (django-celery-beat) and login attempts (django-axes): their own admins run actions
+# without asking for a permission; these replacements ask.
+guard_third_party_actions(admin.site)

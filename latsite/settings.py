@@ -8,6 +8,7 @@ Celery off) let `make demo` run with nothing configured.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -42,6 +43,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "rest_framework_api_key",
+    "axes",  # before our apps: lats/admin.py re-registers its admin (actions need permissions)
     "lats",
     "operators",
     "metrics",
@@ -50,15 +52,36 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "latsite.middleware.JsonErrorPagesMiddleware",  # errors outside /admin/ in the JSON body
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
+    "latsite.middleware.MalformedRequestMiddleware",  # too many parameters, non-UTF-8 bodies
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes requires
 ]
+
+# Outside /admin/ a CSRF failure answers the JSON error body; in admin, Django's page.
+CSRF_FAILURE_VIEW = "latsite.views.csrf_failure"
+
+# Admin login throttling (django-axes): after ADMIN_LOGIN_FAILURE_LIMIT failed logins from one
+# client address, logins from it are refused (429) for ADMIN_LOGIN_COOLOFF_MINUTES, without
+# checking the password. Attempts are counted in the database, not in Redis, so the login page
+# keeps working (and limiting) while Redis is down.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("ADMIN_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("ADMIN_LOGIN_COOLOFF_MINUTES", default=5))
+AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "latsite.admin_site.client_ip"
+AXES_LOCKOUT_CALLABLE = "latsite.admin_site.lockout_response"
 
 ROOT_URLCONF = "latsite.urls"
 WSGI_APPLICATION = "latsite.wsgi.application"
@@ -116,6 +139,8 @@ else:
 # The LAT list and detail documents are cached until the data behind them changes, and at most
 # this long (what bounds a per-process local-memory cache); 0 turns the cache off.
 DOCUMENT_CACHE_SECONDS = env.int("DOCUMENT_CACHE_SECONDS", default=60)
+# While Redis cannot be reached, each process keeps its own documents at most this long (seconds).
+DOCUMENT_FALLBACK_SECONDS = env.int("DOCUMENT_FALLBACK_SECONDS", default=2)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -278,6 +303,8 @@ METADATA_FETCH_TIMEOUT = env.float("METADATA_FETCH_TIMEOUT", default=5.0)
 METADATA_MAX_BYTES = env.int("METADATA_MAX_BYTES", default=65536)
 # Off in production: a metadata URI on a private, loopback or link-local host is refused.
 METADATA_ALLOW_PRIVATE_HOSTS = env.bool("METADATA_ALLOW_PRIVATE_HOSTS", default=False)
+# The only ports a metadata URL may name (tests widen it to their local server's port).
+METADATA_ALLOWED_PORTS = env.list("METADATA_ALLOWED_PORTS", cast=int, default=[80, 443])
 
 # Celery: Redis as broker when REDIS_URL is set.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")

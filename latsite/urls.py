@@ -1,7 +1,6 @@
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from latsite import views
 
@@ -13,9 +12,9 @@ handler500 = "latsite.api.errors.handler500"
 urlpatterns = [
     path("", include("lats.api.urls")),
     path("", include("metrics.api.urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
-    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+    path("api/schema/", views.SchemaView.as_view(), name="schema"),
+    path("api/docs/", views.SwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/redoc/", views.RedocView.as_view(url_name="schema"), name="redoc"),
     path("docs", views.docs_index, name="docs"),
     path("docs/errors", views.error_docs, name="docs-errors"),
     path("health", views.health, name="health"),

@@ -8,10 +8,11 @@ from rest_framework.views import APIView
 from deposits import selectors
 from deposits.api.serializers import DepositListSerializer
 from latsite.api.params import ADDRESS_PATTERN, parse_address, parse_int
-from latsite.api.schema import error_responses
+from latsite.api.schema import OPTIONAL_API_KEY, error_responses
 
 MAX_TAKE = 100
 DEFAULT_TAKE = 12
+MAX_SKIP = 10**18 - 1  # parse_int takes at most 18 digits
 
 
 def _filter_parameter(name: str, description: str) -> OpenApiParameter:
@@ -27,6 +28,7 @@ def _filter_parameter(name: str, description: str) -> OpenApiParameter:
 class DepositListView(APIView):
     @extend_schema(
         tags=["Metrics"],
+        auth=OPTIONAL_API_KEY,
         operation_id="deposit_list",
         summary="Every deposit into every LAT",
         description=(
@@ -37,16 +39,14 @@ class DepositListView(APIView):
         parameters=[
             OpenApiParameter(
                 "skip",
-                OpenApiTypes.INT,
+                {"type": "integer", "minimum": 0, "maximum": MAX_SKIP, "default": 0},
                 OpenApiParameter.QUERY,
-                default=0,
-                description="Deposits to skip; an integer >= 0.",
+                description=f"Deposits to skip; an integer 0..{MAX_SKIP} (at most 18 digits).",
             ),
             OpenApiParameter(
                 "take",
-                OpenApiTypes.INT,
+                {"type": "integer", "minimum": 1, "maximum": MAX_TAKE, "default": DEFAULT_TAKE},
                 OpenApiParameter.QUERY,
-                default=DEFAULT_TAKE,
                 description=f"Deposits to return; an integer 1..{MAX_TAKE}.",
             ),
             _filter_parameter("liquidTokenAddress", "Only deposits into this LAT (proxy)."),
@@ -61,7 +61,7 @@ class DepositListView(APIView):
     )
     def get(self, request):
         params = request.query_params
-        skip = parse_int(params, "skip", default=0, minimum=0, maximum=None)
+        skip = parse_int(params, "skip", default=0, minimum=0, maximum=MAX_SKIP)
         take = parse_int(params, "take", default=DEFAULT_TAKE, minimum=1, maximum=MAX_TAKE)
         filters = {
             name: parse_address(params[name], field=name)

@@ -24,7 +24,7 @@ from lats.api import transaction_serializers as s
 from latsite.api.errors import BadRequest
 from latsite.api.fields import ErrorSerializer
 from latsite.api.params import address_path_parameter
-from latsite.api.schema import error_responses
+from latsite.api.schema import OPTIONAL_API_KEY, error_responses
 from latsite.api.throttling import ClientRateThrottle, SimulateRateThrottle
 from latsite.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 
@@ -111,6 +111,7 @@ class DepositBuildView(APIView):
 
     @extend_schema(
         tags=[TAG],
+        auth=OPTIONAL_API_KEY,
         operation_id="lat_deposit_build",
         summary="Build an unsigned deposit transaction",
         description=(
@@ -195,6 +196,7 @@ class DepositSimulateView(APIView):
 
     @extend_schema(
         tags=[TAG],
+        auth=OPTIONAL_API_KEY,
         operation_id="lat_deposit_simulate",
         summary="Simulate a deposit without executing it",
         description=_SIMULATE_DESCRIPTION,

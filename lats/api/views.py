@@ -13,7 +13,7 @@ from latsite.api.params import (
     parse_toggle,
     toggle_parameter,
 )
-from latsite.api.schema import READ_ERRORS, error_responses
+from latsite.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
 
 TAG = "LATs"
 
@@ -21,6 +21,7 @@ TAG = "LATs"
 class LatListView(APIView):
     @extend_schema(
         tags=[TAG],
+        auth=OPTIONAL_API_KEY,
         operation_id="lat_list",
         summary="List all LATs",
         description=(
@@ -56,6 +57,7 @@ class LatListView(APIView):
 class LatDetailView(APIView):
     @extend_schema(
         tags=[TAG],
+        auth=OPTIONAL_API_KEY,
         operation_id="lat_retrieve",
         summary="Read one LAT",
         description=(
@@ -93,6 +95,7 @@ class LatDetailView(APIView):
 class LatTokensView(APIView):
     @extend_schema(
         tags=[TAG],
+        auth=OPTIONAL_API_KEY,
         operation_id="lat_tokens",
         summary="Tokens a LAT supports",
         parameters=[address_path_parameter("Proxy address of the LAT.")],
@@ -112,6 +115,7 @@ class LatTokensView(APIView):
 class SupportedTokensView(APIView):
     @extend_schema(
         tags=[TAG],
+        auth=OPTIONAL_API_KEY,
         operation_id="lat_assets",
         summary="Every supported token with the LATs that support it",
         responses={
@@ -127,6 +131,7 @@ class SupportedTokensView(APIView):
 class ExchangeRatesView(APIView):
     @extend_schema(
         tags=[TAG],
+        auth=OPTIONAL_API_KEY,
         operation_id="lat_exchange_rates",
         summary="Exchange rates of a LAT or a token",
         description=(
@@ -147,6 +152,7 @@ class ExchangeRatesView(APIView):
 class LatFeesView(APIView):
     @extend_schema(
         tags=[TAG],
+        auth=OPTIONAL_API_KEY,
         operation_id="lat_fees",
         summary="Fee structure of a LAT",
         parameters=[address_path_parameter("Proxy address of the LAT.")],
@@ -160,6 +166,7 @@ class LatFeesView(APIView):
 class AvsLatsView(APIView):
     @extend_schema(
         tags=[TAG],
+        auth=OPTIONAL_API_KEY,
         operation_id="lat_avs",
         summary="LATs of an AVS",
         parameters=[address_path_parameter("Address of the AVS.")],

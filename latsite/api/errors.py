@@ -9,8 +9,13 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied
-from django.http import Http404, JsonResponse
+from django.core.exceptions import (
+    PermissionDenied,
+    RequestDataTooBig,
+    SuspiciousOperation,
+    TooManyFieldsSent,
+)
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -21,7 +26,8 @@ ERROR_CODES: dict[str, tuple[int, str, str]] = {
     "bad_request": (
         400,
         "Bad request",
-        "The body is not JSON, not a JSON object, or not sent as application/json; "
+        "The body is not JSON, not a JSON object, not UTF-8, or not sent as "
+        "application/json; the query string has more than 1,000 parameters; "
         "or the HTTP method is not allowed on this path (405).",
     ),
     "unauthorized": (
@@ -46,7 +52,8 @@ ERROR_CODES: dict[str, tuple[int, str, str]] = {
         "The request is well formed but a value is invalid: an address that does not match "
         "^0x[a-fA-F0-9]{40}$, an amount that is not a decimal integer, empty or unequal "
         "assets/amounts, a toggle other than true/false, paging out of range, an asset the "
-        "LAT does not support, or a historical window that is reversed or too long. "
+        "LAT does not support, a historical window that is reversed or too long, or a "
+        "startAt/endAt outside 1970-01-01..9999-12-30. "
         "The message names the field (and index).",
     ),
     "rate_limit_exceeded": (
@@ -103,6 +110,16 @@ class ServiceError(exceptions.APIException):
     default_detail = "The request could not be completed."
 
 
+def suspicious_message(exc: SuspiciousOperation) -> str:
+    """What was wrong with a request Django refused as suspicious, without echoing it."""
+    if isinstance(exc, TooManyFieldsSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        return f"The request has too many query or form parameters (at most {limit})."
+    if isinstance(exc, RequestDataTooBig):
+        return "The request body is too large."
+    return "The request is malformed."
+
+
 def _flatten(detail, prefix: str = "") -> list[str]:
     """Turn DRF's nested validation detail into "field[index]: message" lines."""
     if isinstance(detail, dict):
@@ -133,6 +150,8 @@ def exception_handler(exc, context) -> Response:
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
+    elif isinstance(exc, SuspiciousOperation):  # too many query parameters, among others
+        exc = BadRequest(suspicious_message(exc))
 
     if isinstance(exc, exceptions.ValidationError):
         code, status_code = "unprocessable_entity", 422
@@ -149,6 +168,8 @@ def exception_handler(exc, context) -> Response:
     elif isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         code, status_code = "unauthorized", 401
         message = str(exc.detail)
+        if getattr(exc, "auth_header", None):  # set by DRF from authenticate_header()
+            headers["WWW-Authenticate"] = exc.auth_header
     elif isinstance(exc, exceptions.Throttled):
         code, status_code = "rate_limit_exceeded", 429
         message = "Too many requests; retry later."
@@ -180,23 +201,50 @@ def exception_handler(exc, context) -> Response:
     return Response(error_body(code, message), status=status_code, headers=headers)
 
 
-def _json_error(code: str, message: str, status_code: int) -> JsonResponse:
+def json_error(code: str, message: str, status_code: int) -> JsonResponse:
     return JsonResponse(error_body(code, message), status=status_code)
 
 
+def method_not_allowed(request: HttpRequest, allowed: list[str]) -> JsonResponse:
+    """A 405 in the error body, with the Allow header."""
+    response = json_error(
+        "bad_request", f'Method "{request.method}" not allowed on {request.path}.', 405
+    )
+    response["Allow"] = ", ".join(allowed)
+    return response
+
+
+def fallback_message(request: HttpRequest, status_code: int) -> tuple[str, str]:
+    """(code, message) for an error response that Django or a library produced as HTML."""
+    if status_code >= 500:
+        return "internal_server_error", "Internal server error. The failure has been logged."
+    if status_code == 404:
+        return "not_found", f"No endpoint at {request.path}."
+    if status_code == 405:
+        return "bad_request", f'Method "{request.method}" not allowed on {request.path}.'
+    code = STATUS_TO_CODE.get(status_code, "bad_request")
+    return code, ERROR_CODES[code][1] + "."
+
+
+def is_json(response: HttpResponse) -> bool:
+    return response.get("Content-Type", "").split(";")[0].strip() == "application/json"
+
+
 def handler404(request, exception=None) -> JsonResponse:
-    return _json_error("not_found", f"No endpoint at {request.path}.", status.HTTP_404_NOT_FOUND)
+    return json_error("not_found", f"No endpoint at {request.path}.", status.HTTP_404_NOT_FOUND)
 
 
 def handler500(request) -> JsonResponse:
-    return _json_error(
+    return json_error(
         "internal_server_error", "Internal server error. The failure has been logged.", 500
     )
 
 
 def handler400(request, exception=None) -> JsonResponse:
-    return _json_error("bad_request", "Bad request.", 400)
+    if isinstance(exception, SuspiciousOperation):
+        return json_error("bad_request", suspicious_message(exception), 400)
+    return json_error("bad_request", "Bad request.", 400)
 
 
 def handler403(request, exception=None) -> JsonResponse:
-    return _json_error("forbidden", "Forbidden.", 403)
+    return json_error("forbidden", "Forbidden.", 403)

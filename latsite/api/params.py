@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time
 
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -44,7 +44,7 @@ def parse_int(params, name: str, *, default: int, minimum: int, maximum: int | N
     raw = params.get(name)
     if raw is None:
         return default
-    if not _INT_RE.fullmatch(raw) or len(raw) > 18:
+    if not _INT_RE.fullmatch(raw) or len(raw.lstrip("0")) > 18:
         bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
         raise UnprocessableEntity(f"{name} must be an integer {bound}.")
     value = int(raw)
@@ -64,25 +64,44 @@ def parse_choice(params, name: str, *, choices: tuple[str, ...], default: str) -
     return value
 
 
+# Instants the API accepts: from the Unix epoch (before any chain) to a day short of the
+# largest date Python holds, so that a window reaching back from them never overflows.
+EARLIEST_INSTANT = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_INSTANT = datetime(9999, 12, 31, tzinfo=UTC)  # exclusive
+INSTANT_RANGE_TEXT = "between 1970-01-01 and 9999-12-30 (UTC)"
+
+
 def parse_instant(params, name: str, *, end_of_day: bool = False) -> datetime | None:
-    """An ISO 8601 date or date-time; a value without zone is UTC."""
+    """An ISO 8601 date or date-time; a value without zone is UTC. A date alone means the
+    start of that day, or with `end_of_day` its last instant (23:59:59.999999)."""
     raw = params.get(name)
     if raw is None:
         return None
-    parsed: datetime | None
     try:
-        parsed = parse_datetime(raw)
-        if parsed is None:
-            day: date | None = parse_date(raw)
-            if day is not None:
-                # A whole day: it starts at its midnight and ends at the next one.
-                parsed = datetime.combine(day + timedelta(days=1) if end_of_day else day, time.min)
-    except ValueError:
-        parsed = None
+        parsed = _iso_instant(raw, end_of_day=end_of_day)
+    except OverflowError:  # a zone offset carries the value past year 1 or 9999
+        raise UnprocessableEntity(f"{name} must fall {INSTANT_RANGE_TEXT}.") from None
     if parsed is None:
         raise UnprocessableEntity(f"{name} must be an ISO 8601 date or date-time.")
+    if not EARLIEST_INSTANT <= parsed < LATEST_INSTANT:
+        raise UnprocessableEntity(f"{name} must fall {INSTANT_RANGE_TEXT}.")
+    return parsed
+
+
+def _iso_instant(raw: str, *, end_of_day: bool) -> datetime | None:
+    try:
+        # The date first: parse_datetime would read "2026-05-01" as that day's midnight.
+        day: date | None = parse_date(raw)
+        if day is not None:
+            parsed = datetime.combine(day, time.max if end_of_day else time.min)
+        else:
+            parsed = parse_datetime(raw)
+    except ValueError:  # well formed but no such date or zone ("2026-13-01")
+        return None
+    if parsed is None:
+        return None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
+        return parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)
 
 

@@ -21,3 +21,17 @@ def error_responses(*codes: str) -> dict[int, OpenApiResponse]:
 
 
 READ_ERRORS = ("not_found", "unprocessable_entity")
+
+# Every operation: no credential needed, or the optional API key of the `ApiKey` scheme
+# (X-API-Token), which raises the caller's rate limit. An unknown key is a 401, a disabled or
+# expired one a 403 (`error_responses` documents both).
+OPTIONAL_API_KEY = [{"ApiKey": []}, {}]
+
+# startAt/endAt: an RFC 3339 full-date or date-time (the server also takes a date-time without
+# zone, as UTC: JSON Schema has no format for it, so the descriptions say so).
+INSTANT_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "format": "date"},
+        {"type": "string", "format": "date-time"},
+    ]
+}

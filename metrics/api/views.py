@@ -9,19 +9,23 @@ from rest_framework.views import APIView
 from lats.selectors import lat_get
 from latsite.api.errors import UnprocessableEntity
 from latsite.api.params import (
+    INSTANT_RANGE_TEXT,
     address_path_parameter,
     parse_address,
     parse_choice,
     parse_instant,
 )
-from latsite.api.schema import READ_ERRORS, error_responses
+from latsite.api.schema import INSTANT_SCHEMA, OPTIONAL_API_KEY, READ_ERRORS, error_responses
 from metrics import selectors
 from metrics.api.serializers import HistoricalListSerializer, HistoricalPointSerializer
+
+_RANGE = f"Must fall {INSTANT_RANGE_TEXT}, else a 422 naming the parameter."
 
 
 class HistoricalView(APIView):
     @extend_schema(
         tags=["Metrics"],
+        auth=OPTIONAL_API_KEY,
         operation_id="lat_historical",
         summary="Historical metrics of a LAT",
         description=(
@@ -50,17 +54,20 @@ class HistoricalView(APIView):
             ),
             OpenApiParameter(
                 "startAt",
-                OpenApiTypes.STR,
+                INSTANT_SCHEMA,
                 OpenApiParameter.QUERY,
-                description="ISO 8601 date or date-time; no zone means UTC. Default: endAt "
-                "minus 31 days (1d) or 365 days (7d).",
+                description="ISO 8601 date or date-time; no zone means UTC; a date alone "
+                f"means the start of that day (00:00:00). {_RANGE} Default: endAt minus 31 "
+                "days (1d) or 365 days (7d).",
             ),
             OpenApiParameter(
                 "endAt",
-                OpenApiTypes.STR,
+                INSTANT_SCHEMA,
                 OpenApiParameter.QUERY,
-                description="ISO 8601 date or date-time; no zone means UTC. Default: now, to "
-                "the minute. A date alone means the end of that day (the next midnight).",
+                description="ISO 8601 date or date-time; no zone means UTC. A date alone "
+                "means the end of that day, 23:59:59.999999 UTC, so that the last point falls "
+                f"on that date (`2026-05-01` ends at `2026-05-01T23:59:59.999999Z`). {_RANGE} "
+                "Default: now, to the minute.",
             ),
         ],
         responses={200: HistoricalListSerializer, **error_responses(*READ_ERRORS)},

@@ -12,7 +12,7 @@ from latsite.api.params import (
     parse_toggle,
     toggle_parameter,
 )
-from latsite.api.schema import READ_ERRORS, error_responses
+from latsite.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
 from operators import selectors
 from operators.api import serializers as s
 
@@ -22,6 +22,7 @@ TAG = "Operators"
 class OperatorListView(APIView):
     @extend_schema(
         tags=[TAG],
+        auth=OPTIONAL_API_KEY,
         operation_id="operator_list",
         summary="Operators delegated to",
         description="Unique operator addresses of the current delegations of every staker node "
@@ -35,6 +36,7 @@ class OperatorListView(APIView):
 class OperatorDetailView(APIView):
     @extend_schema(
         tags=[TAG],
+        auth=OPTIONAL_API_KEY,
         operation_id="operator_retrieve",
         summary="Read one operator",
         parameters=[
@@ -60,6 +62,7 @@ class OperatorDetailView(APIView):
 class LatOperatorsView(APIView):
     @extend_schema(
         tags=[TAG],
+        auth=OPTIONAL_API_KEY,
         operation_id="lat_operators",
         summary="Operators a LAT delegates to",
         parameters=[
@@ -92,6 +95,7 @@ class LatOperatorsView(APIView):
 class StakerNodesView(APIView):
     @extend_schema(
         tags=[TAG],
+        auth=OPTIONAL_API_KEY,
         operation_id="lat_staker_nodes",
         summary="Staker nodes of a LAT",
         parameters=[address_path_parameter("Proxy address of the LAT.")],

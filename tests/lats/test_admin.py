@@ -8,10 +8,13 @@ import socket
 from decimal import Decimal
 
 import pytest
+from axes.models import AccessAttempt
 from django import forms
 from django.contrib import admin
+from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.db import connection
+from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django_celery_beat.models import PeriodicTask
@@ -224,7 +227,7 @@ def test_refresh_now_enqueues_on_commit(
     assert not SyncStatus.objects.exists()  # nothing ran before the commit
     callbacks[0]()  # the commit: tasks are published (run in-process here)
     statuses = {s.job: s for s in SyncStatus.objects.filter(lat=lat)}
-    assert set(statuses) == {"state", "deposits", "metadata"}
+    assert set(statuses) == {"state", "deposits", "snapshot", "metadata"}
     assert all(s.last_success_at and not s.consecutive_failures for s in statuses.values())
     lt = imported.contract("LiquidToken", lat.proxy_address)
     snapshot = MetricSnapshot.objects.get(lat=lat)
@@ -509,3 +512,114 @@ def test_change_page_queries_do_not_grow_with_inline_rows(admin_client, dataset,
     with CaptureQueriesContext(connection) as many:
         assert admin_client.get(change_url(obj)).status_code == 200
     assert len(many) == len(few), [q["sql"] for q in many.captured_queries]
+
+
+# --- every action asks for a permission ---------------------------------------------------------
+
+
+@pytest.fixture
+def viewer(db):
+    """Staff who may view every model and change nothing."""
+    user = User.objects.create_user("viewer", password="viewer-password-1", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(codename__startswith="view_"))
+    return user
+
+
+@pytest.fixture
+def viewer_client(client, viewer):
+    client.force_login(viewer)
+    return client
+
+
+def staff_with(*perms: str):
+    user = User.objects.create_user("editor", is_staff=True)
+    for perm in perms:
+        app_label, codename = perm.split(".")
+        user.user_permissions.add(
+            Permission.objects.get(content_type__app_label=app_label, codename=codename)
+        )
+    return User.objects.get(pk=user.pk)  # fresh: no permission cache
+
+
+def actions_for(user, model) -> set[str]:
+    request = RequestFactory().get("/admin/")
+    request.user = user
+    return set(admin.site._registry[model].get_actions(request))
+
+
+def test_view_only_staff_get_no_action_anywhere(viewer):
+    request = RequestFactory().get("/admin/")
+    request.user = viewer
+    registry = admin.site._registry
+    assert {Lat, Avs, PeriodicTask, AccessAttempt} <= set(registry)
+    for model, model_admin in registry.items():
+        assert model_admin.has_view_permission(request), model._meta.label
+        assert model_admin.get_actions(request) == {}, model._meta.label
+
+
+@pytest.mark.parametrize(
+    ("model", "perm", "actions"),
+    [
+        (Lat, "lats.change_lat", {"refresh_now"}),
+        (Avs, "lats.change_avs", {"reset_to_onchain_metadata"}),
+        (
+            PeriodicTask,
+            "django_celery_beat.change_periodictask",
+            {"enable_tasks", "disable_tasks", "toggle_tasks", "run_tasks"},
+        ),
+        (
+            AccessAttempt,
+            "axes.delete_accessattempt",
+            {"cleanup_expired_attempts", "delete_selected"},
+        ),
+    ],
+    ids=["lat", "avs", "schedule", "login-attempt"],
+)
+def test_actions_need_their_permission(db, model, perm, actions):
+    app_label = model._meta.app_label
+    view = f"{app_label}.view_{model._meta.model_name}"
+    assert actions_for(staff_with(view), model) == set()
+    User.objects.filter(username="editor").delete()
+    assert actions_for(staff_with(view, perm), model) == actions
+
+
+def test_view_only_staff_cannot_refresh(viewer_client, world, django_capture_on_commit_callbacks):
+    lat = world.eth_lat
+    page = viewer_client.get(changelist_url(Lat))
+    assert page.status_code == 200
+    assert b"refresh_now" not in page.content
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = viewer_client.post(
+            changelist_url(Lat), {"action": "refresh_now", "_selected_action": [lat.pk]}
+        )
+    assert response.status_code == 200  # the list again: the action is not offered, not run
+    assert callbacks == []
+    assert not SyncStatus.objects.filter(lat=lat, job="metadata").exists()
+
+
+def test_view_only_staff_cannot_reset_metadata(
+    viewer_client, world, django_capture_on_commit_callbacks
+):
+    avs = world.avs
+    avs.staff_edited_fields = ["metadata_name"]
+    avs.save()
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        viewer_client.post(
+            changelist_url(Avs),
+            {"action": "reset_to_onchain_metadata", "_selected_action": [avs.pk]},
+        )
+    assert callbacks == []
+    avs.refresh_from_db()
+    assert avs.staff_edited_fields == ["metadata_name"]
+
+
+@pytest.mark.parametrize("action", ["disable_tasks", "toggle_tasks", "run_tasks"])
+def test_view_only_staff_cannot_touch_schedules(viewer_client, action):
+    task = PeriodicTask.objects.get(name="lat-state-refresh")
+    assert task.enabled
+    viewer_client.post(
+        changelist_url(PeriodicTask), {"action": action, "_selected_action": [task.pk]}
+    )
+    task.refresh_from_db()
+    assert task.enabled
+    assert task.total_run_count == 0

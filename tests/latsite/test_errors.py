@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import logging
+from decimal import Decimal
 
 import pytest
 from django.db import connection
@@ -28,7 +31,7 @@ BAD_ADDRESSES = [
 def assert_error(response, status: int, code: str) -> dict:
     assert response.status_code == status, response.content
     assert response["Content-Type"].startswith("application/json")
-    body = response.json()
+    body = json.loads(response.content)
     assert set(body) == {"error"}
     assert set(body["error"]) == {"code", "message", "doc_url"}
     assert body["error"]["code"] == code
@@ -180,3 +183,207 @@ def test_doc_url_follows_setting(api, dataset, settings):
     settings.DOCS_URL = "https://docs.example.com/lat"
     body = api.get("/nope").json()
     assert body["error"]["doc_url"] == "https://docs.example.com/lat/errors#not_found"
+
+
+# --- historical dates out of range ------------------------------------------------------------
+
+HISTORY = f"/metrics/historical/lat/{A(0x1001)}"
+
+
+@pytest.mark.parametrize(
+    ("query", "name"),
+    [
+        ("startAt=0001-01-01", "startAt"),
+        ("endAt=9999-12-31T23:59:59-05:00", "endAt"),  # past year 9999 in UTC
+        ("endAt=9999-12-31", "endAt"),  # its end of day is the largest datetime
+        ("endAt=9999-12-31T00:00:00Z", "endAt"),
+        ("endAt=0001-01-01T00:00:00%2B05:00", "endAt"),  # before year 1 in UTC
+        ("endAt=0001-01-08&frequency=7d", "endAt"),  # the default window would reach year 0
+        ("startAt=0001-01-01&endAt=0001-01-02", "endAt"),
+        ("startAt=1969-12-31T23:59:59Z&endAt=1970-01-02", "startAt"),
+        ("startAt=1970-01-01T00:00:00%2B00:01&endAt=1970-01-02", "startAt"),
+    ],
+)
+def test_historical_instant_out_of_range_is_422(api, dataset, query, name):
+    error = assert_error(api.get(f"{HISTORY}?{query}"), 422, "unprocessable_entity")
+    assert error["message"] == f"{name} must fall between 1970-01-01 and 9999-12-30 (UTC)."
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "endAt=1970-01-01T00:00:00Z&frequency=7d",  # the default window reaches into 1969
+        "startAt=1970-01-01&endAt=1970-01-01",
+        "startAt=9999-12-01&endAt=9999-12-30",
+        "startAt=9999-12-30T23:59:59.999999Z&endAt=9999-12-30",
+    ],
+)
+def test_historical_extreme_instants_in_range_answer(api, dataset, query):
+    response = api.get(f"{HISTORY}?{query}")
+    assert response.status_code == 200, response.content
+    assert response.json() == {"data": []}  # the data set has no snapshot
+
+
+def test_date_only_end_at_is_the_end_of_that_day(api, dataset):
+    def snapshot(timestamp: dt.datetime, tvl: str) -> None:
+        f.MetricSnapshotFactory(
+            lat=dataset.eth_lat, timestamp=timestamp, total_tvl_eth=Decimal(tvl), total_users=1
+        )
+
+    snapshot(dt.datetime(2026, 4, 30, 12, tzinfo=dt.UTC), "10")
+    snapshot(dt.datetime(2026, 5, 1, 23, 59, 59, tzinfo=dt.UTC), "11")
+    snapshot(dt.datetime(2026, 5, 2, tzinfo=dt.UTC), "12")  # the next day: not in the window
+    response = api.get(HISTORY, {"startAt": "2026-04-30", "endAt": "2026-05-01"})
+    assert response.status_code == 200
+    data = response.json()["data"]
+    assert [(p["timestamp"], p["totalTvlEth"]) for p in data] == [
+        ("2026-04-30T23:59:59.999999Z", 10.0),
+        ("2026-05-01T23:59:59.999999Z", 11.0),
+    ]
+
+
+# --- too many query parameters ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", ["/lat", HISTORY, "/metrics/deposits", "/docs/errors", "/health", "/api/schema/"]
+)
+def test_too_many_query_parameters_is_400(api, dataset, settings, path):
+    limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+    assert limit == 1000
+    query = "&".join(f"p{i}=1" for i in range(limit + 1))
+    error = assert_error(api.get(f"{path}?{query}"), 400, "bad_request")
+    assert "too many query" in error["message"]
+    query = "&".join(f"p{i}=1" for i in range(limit))
+    assert api.get(f"{path}?{query}").status_code == 200
+
+
+def test_too_many_query_parameters_on_a_post_is_400(api, dataset):
+    query = "&".join(f"p{i}=1" for i in range(1001))
+    response = api.post(f"/lat/{A(0x1001)}/deposit?{query}", data={}, format="json")
+    assert_error(response, 400, "bad_request")
+
+
+def test_suspicious_operation_inside_a_view_is_400():
+    from django.core.exceptions import TooManyFieldsSent
+
+    from latsite.api.errors import exception_handler
+
+    response = exception_handler(TooManyFieldsSent("x"), {})
+    assert response.status_code == 400
+    assert response.data["error"]["code"] == "bad_request"
+
+
+# --- every non-API page answers errors as JSON --------------------------------------------------
+
+PAGES = ["/docs", "/docs/errors", "/health", "/api/schema/", "/api/docs/", "/api/redoc/"]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_answer_get_and_head(path):
+    client = Client(enforce_csrf_checks=True)
+    assert client.get(path).status_code == 200
+    assert client.head(path).status_code == 200
+
+
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_refuse_other_methods_with_json_405(path, method):
+    # A browser-like client that enforces CSRF: a POST must not meet Django's CSRF page.
+    client = Client(enforce_csrf_checks=True)
+    response = getattr(client, method)(path, data="{}", content_type="application/json")
+    error = assert_error(response, 405, "bad_request")
+    assert method.upper() in error["message"]
+    assert "GET" in response["Allow"]
+
+
+def test_post_to_a_static_file_is_json_405():
+    response = Client().post("/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui.css")
+    assert_error(response, 405, "bad_request")
+    assert response["Allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize("method", ["post", "put", "delete"])
+def test_unknown_path_with_any_method_is_404_not_csrf(method):
+    client = Client(enforce_csrf_checks=True)
+    assert_error(getattr(client, method)("/nope"), 404, "not_found")
+
+
+def test_csrf_failure_is_json_outside_admin_and_django_page_in_admin(rf):
+    from django.middleware.csrf import _get_failure_view
+
+    failure_view = _get_failure_view()
+    response = failure_view(rf.post("/lat"), reason="CSRF cookie not set.")
+    error = assert_error(response, 403, "forbidden")
+    assert "CSRF" in error["message"]
+    response = failure_view(rf.post("/admin/login/"), reason="CSRF cookie not set.")
+    assert response.status_code == 403
+    assert response["Content-Type"].startswith("text/html")
+
+
+def test_admin_csrf_failure_is_django_page():
+    response = Client(enforce_csrf_checks=True).post(
+        "/admin/login/", {"username": "a", "password": "b"}
+    )
+    assert response.status_code == 403
+    assert response["Content-Type"].startswith("text/html")
+    assert b"CSRF" in response.content
+
+
+def test_html_error_from_a_library_becomes_the_error_body(rf):
+    from django.http import HttpResponse
+
+    from latsite.middleware import JsonErrorPagesMiddleware
+
+    def view(request):
+        response = HttpResponse("<h1>Slow down</h1>", status=429)
+        response["Retry-After"] = "7"
+        return response
+
+    response = JsonErrorPagesMiddleware(view)(rf.get("/lat"))
+    assert_error(response, 429, "rate_limit_exceeded")
+    assert response["Retry-After"] == "7"
+    admin_response = JsonErrorPagesMiddleware(view)(rf.get("/admin/"))
+    assert admin_response.content == b"<h1>Slow down</h1>"
+
+
+# --- request bodies in a charset other than UTF-8 -----------------------------------------------
+
+BODY = {"assets": [], "amounts": [], "receiver": A(0xE1), "sender": A(0xE1)}
+
+
+@pytest.mark.parametrize("endpoint", ["deposit", "simulate-deposit"])
+@pytest.mark.parametrize(
+    ("content_type", "encoding"),
+    [
+        ("application/json; charset=latin-1", "latin-1"),
+        ("application/json; charset=ISO-8859-1", "latin-1"),
+        ("application/json; charset=utf-16", "utf-16"),
+        ("application/json; charset=utf-16", "utf-8"),
+        ("application/json; charset=no-such-charset", "utf-8"),
+        ("application/json", "utf-16"),  # no charset: read as UTF-8, and it is not
+        ("application/json", "utf-16-le"),
+        ("application/json", "utf-32"),
+    ],
+)
+def test_body_not_in_utf8_is_400(api, dataset, endpoint, content_type, encoding):
+    body = json.dumps({**BODY, "note": "déjà"}).encode(encoding)
+    response = api.generic(
+        "POST", f"/lat/{A(0x1001)}/{endpoint}", data=body, content_type=content_type
+    )
+    assert_error(response, 400, "bad_request")
+
+
+@pytest.mark.parametrize("endpoint", ["deposit", "simulate-deposit"])
+@pytest.mark.parametrize("charset", ["utf-8", "UTF-8", "utf8"])
+def test_utf8_charset_is_accepted(api, dataset, endpoint, charset):
+    body = json.dumps({**BODY, "note": "déjà"}).encode()
+    response = api.generic(
+        "POST",
+        f"/lat/{A(0x1001)}/{endpoint}",
+        data=body,
+        content_type=f"application/json; charset={charset}",
+    )
+    # Past the body checks: the empty assets are the (only) problem.
+    error = assert_error(response, 422, "unprocessable_entity")
+    assert "assets" in error["message"]

@@ -99,3 +99,74 @@ def test_docs_pages_load_their_assets_locally(client, path):
 def test_schema_endpoint_serves(client):
     response = client.get("/api/schema/", HTTP_ACCEPT="application/json")
     assert response.status_code == 200
+
+
+def _params(schema: dict, path: str, method: str = "get") -> dict[str, dict]:
+    return {p["name"]: p for p in schema["paths"][path][method]["parameters"]}
+
+
+def test_paging_bounds_are_stated(schema):
+    params = _params(schema, "/metrics/deposits")
+    assert params["skip"]["schema"] == {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 999_999_999_999_999_999,
+        "default": 0,
+    }
+    assert params["take"]["schema"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100,
+        "default": 12,
+    }
+    for name in ["liquidTokenAddress", "sender", "receiver", "asset"]:
+        assert params[name]["schema"]["pattern"] == "^0x[a-fA-F0-9]{40}$"
+
+
+def test_historical_parameters_are_stated(schema):
+    params = _params(schema, "/metrics/historical/lat/{address}")
+    assert params["frequency"]["schema"]["enum"] == ["1d", "7d"]
+    assert sorted(params["variant"]["schema"]["enum"]) == ["cumulative", "discrete"]
+    for name in ["startAt", "endAt"]:
+        assert params[name]["schema"] == {
+            "anyOf": [
+                {"type": "string", "format": "date"},
+                {"type": "string", "format": "date-time"},
+            ]
+        }
+    assert "23:59:59.999999" in params["endAt"]["description"]
+
+
+@pytest.mark.parametrize(
+    ("path", "component", "required"),
+    [
+        ("/lat/{address}/deposit", "DepositBodyRequest", ["amounts", "assets", "receiver"]),
+        (
+            "/lat/{address}/simulate-deposit",
+            "SimulateDepositBodyRequest",
+            ["amounts", "assets", "receiver", "sender"],
+        ),
+    ],
+)
+def test_deposit_bodies_are_stated(schema, path, component, required):
+    body = schema["paths"][path]["post"]["requestBody"]
+    assert body["required"] is True
+    assert list(body["content"]) == ["application/json"]
+    assert body["content"]["application/json"]["schema"]["$ref"].endswith("/" + component)
+    shape = schema["components"]["schemas"][component]
+    assert sorted(shape["required"]) == required
+    for name in ["assets", "amounts"]:
+        assert shape["properties"][name]["minItems"] == 1
+        assert shape["properties"][name]["maxItems"] == 32
+    assert shape["properties"]["assets"]["items"]["pattern"] == "^0x[a-fA-F0-9]{40}$"
+    assert shape["properties"]["amounts"]["items"]["pattern"] == r"^\d+$"
+    assert shape["properties"]["receiver"]["pattern"] == "^0x[a-fA-F0-9]{40}$"
+
+
+def test_the_optional_api_key_is_stated_on_every_operation(schema):
+    scheme = schema["components"]["securitySchemes"]["ApiKey"]
+    assert (scheme["type"], scheme["in"], scheme["name"]) == ("apiKey", "header", "X-API-Token")
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            assert operation["security"] == [{"ApiKey": []}, {}], (path, method)
+            assert {"401", "403"} <= set(operation["responses"]), (path, method)

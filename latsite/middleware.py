@@ -1,0 +1,106 @@
+"""Every path outside /admin/ answers its errors in the JSON error body, whoever produced them.
+
+The API's own views already do (latsite/api/errors.py); this catches what runs before or beside
+them: a query string with more parameters than Django parses, a body declared in a charset other
+than UTF-8, and any error page that Django or a library rendered as HTML (or YAML). Admin pages
+are left to Django: staff use them in a browser.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Callable
+
+from django.core.exceptions import TooManyFieldsSent
+from django.http import HttpRequest, HttpResponse
+
+from latsite.api.errors import fallback_message, is_json, json_error, suspicious_message
+
+ADMIN_PREFIX = "/admin/"
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Replaced along with the body; every other header (Allow, Retry-After, CORS, ...) is kept.
+_BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
+
+
+def is_admin_path(path: str) -> bool:
+    return path.startswith(ADMIN_PREFIX)
+
+
+def declared_charset_refusal(request: HttpRequest) -> HttpResponse | None:
+    """A 400 for a body declared in a charset other than UTF-8 (JSON is UTF-8, RFC 8259)."""
+    if request.method not in _BODY_METHODS:
+        return None
+    charset = request.content_params.get("charset")
+    if charset is None:
+        return None
+    try:
+        utf8 = codecs.lookup(charset).name == "utf-8"
+    except LookupError:
+        utf8 = False
+    if utf8:
+        return None
+    return json_error(
+        "bad_request", "Send the body as UTF-8 (Content-Type: application/json).", 400
+    )
+
+
+def too_many_parameters_refusal(request: HttpRequest) -> HttpResponse | None:
+    """A 400 for more query parameters than DATA_UPLOAD_MAX_NUMBER_FIELDS.
+
+    Django parses the query string lazily and raises wherever `request.GET` is first read,
+    which inside a DRF view would surface as a 500; read it here, once, instead.
+    """
+    try:
+        request.GET  # noqa: B018
+    except TooManyFieldsSent as exc:
+        return json_error("bad_request", suspicious_message(exc), 400)
+    return None
+
+
+def as_json_error(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """The response itself, or, for a non-JSON error, the error body with the same status."""
+    if response.status_code < 400 or is_json(response):
+        return response
+    code, message = fallback_message(request, response.status_code)
+    replacement = json_error(code, message, response.status_code)
+    for name, value in response.items():
+        if name.lower() not in _BODY_HEADERS:
+            replacement[name] = value
+    replacement.cookies = response.cookies
+    return replacement
+
+
+class JsonErrorPagesMiddleware:
+    """Turns non-JSON error responses into the error body on every path outside /admin/.
+
+    First in MIDDLEWARE after SecurityMiddleware, so that it also sees what WhiteNoise answers
+    (a POST to a static file is an empty 405) and what the CSRF check refuses."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if is_admin_path(request.path_info):
+            return response
+        converted = as_json_error(request, response)
+        if converted is not response:
+            response.close()  # a static file's open handle
+        return converted
+
+
+class MalformedRequestMiddleware:
+    """Refuses, with a 400 in the error body, a query string with too many parameters and a
+    body declared in a charset other than UTF-8, on every path outside /admin/.
+
+    After CorsMiddleware, so that browsers may read the refusal."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not is_admin_path(request.path_info):
+            refusal = too_many_parameters_refusal(request) or declared_charset_refusal(request)
+            if refusal is not None:
+                return refusal
+        return self.get_response(request)

@@ -26,8 +26,8 @@ node_modules/.installed: package.json package-lock.json
 	npm install --no-audit --no-fund --loglevel=error
 	@touch $@
 
-build/contracts.json: $(wildcard contracts/*.sol) node_modules/.installed $(VENV)/.installed
-	$(PY) -m lats.chain.compile
+build/contracts.json: $(wildcard devchain/contracts/*.sol) node_modules/.installed $(VENV)/.installed
+	$(PY) -m devchain.compile
 
 test: install
 	$(TEST_ENV) $(PY) manage.py makemigrations --check --dry-run

@@ -334,7 +334,7 @@ def _manage(env: dict[str, str], *args: str) -> None:
 
 def _fund(rpc_url: str, manifest: dict[str, Any], sender_index: int, amounts: Sequence[int]) -> str:
     """Mint the sender plenty of each token and approve the LAT for all of it."""
-    from lats.chain.devnet import connect, contract
+    from devchain.devnet import connect, contract
 
     w3 = connect(rpc_url)
     sender = w3.to_checksum_address(w3.eth.accounts[sender_index])
@@ -355,8 +355,8 @@ def section(ctx):
     from bench.config import with_database
     from bench.context import SectionResult, Target
     from bench.dataset import ensure_database, migrate
-    from lats.chain.anvil import start_anvil
-    from lats.chain.devnet import deploy_devnet, write_manifests
+    from devchain.anvil import start_anvil
+    from devchain.devnet import deploy_devnet, write_manifests
 
     result = SectionResult(
         name="restaking",

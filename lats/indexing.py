@@ -32,7 +32,9 @@ from typing import Any, Protocol
 
 from django.conf import settings
 
-from lats.chain.gateway import Block, ChainError, ChainUnavailable, Gateway, scan_ranges
+from lats.chain.errors import ChainError, ChainUnavailable
+from lats.chain.gateway import Gateway, scan_ranges
+from lats.chain.results import Block
 from lats.models import Lat
 
 logger = logging.getLogger(__name__)

@@ -15,15 +15,9 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 from eth_utils import is_hex_address, to_checksum_address
 
-from lats.chain.gateway import (
-    BEACON_CHAIN_STRATEGY,
-    ZERO_ADDRESS,
-    Block,
-    ChainError,
-    Gateway,
-    gateway_for,
-    scan_ranges,
-)
+from lats.chain.errors import ChainError
+from lats.chain.gateway import BEACON_CHAIN_STRATEGY, Gateway, gateway_for, scan_ranges
+from lats.chain.results import ZERO_ADDRESS, Block
 from lats.indexing import chain_confirmations as chain_confirmations
 from lats.indexing import check_chain, check_not_behind
 from lats.metadata import MetadataUnavailable as MetadataUnavailable

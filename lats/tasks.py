@@ -29,7 +29,7 @@ from celery import chain, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from lats.chain.gateway import ChainError, ChainUnavailable
+from lats.chain.errors import ChainError, ChainUnavailable
 from lats.indexing import NodeLagging
 from lats.models import Lat, SyncStatus
 from lats.services import (

@@ -27,7 +27,8 @@ from django.conf import settings
 from django.db import connection
 from rest_framework.exceptions import APIException
 
-from lats.chain.gateway import ChainUnavailable, Gateway, gateway_for
+from lats.chain.errors import ChainUnavailable
+from lats.chain.gateway import Gateway, gateway_for
 from lats.models import ZERO_ADDRESS, Lat
 from latsite.api.documents import cached_document
 from latsite.api.errors import BadRequest, NotFound, ServiceError, UnprocessableEntity

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "operators",
     "metrics",
     "deposits",
+    "devchain",  # the local chain's lat_devnet command; no models, imported by no runtime app
 ]
 
 MIDDLEWARE = [

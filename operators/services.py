@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from lats.chain.gateway import ZERO_ADDRESS, Block, NodeState
+from lats.chain.results import ZERO_ADDRESS, Block, NodeState
 from lats.models import Avs, Lat, Token
 from operators.models import NodeAsset, Operator, OperatorAvsSplit, StakerNode
 

@@ -9,8 +9,8 @@ from rest_framework.test import APIClient
 from web3 import Web3
 from web3.contract import Contract
 
-from lats.chain.anvil import AnvilNode, start_anvil
-from lats.chain.devnet import connect, contract, deploy_devnet
+from devchain.anvil import AnvilNode, start_anvil
+from devchain.devnet import connect, contract, deploy_devnet
 
 
 @pytest.fixture(autouse=True)

@@ -27,8 +27,8 @@ LAT_SYMBOL = "latETH"
 def _chain(ctx: Context, events: int):
     """A fresh anvil with the devnet and `events` deposits on LAT_SYMBOL (about a minute per
     100,000 events: anvil runs every deposit; its saved state would be gigabytes)."""
-    from lats.chain.anvil import start_anvil
-    from lats.chain.devnet import deploy_devnet, deposit_many
+    from devchain.anvil import start_anvil
+    from devchain.devnet import deploy_devnet, deposit_many
 
     directory = REPO / "var" / "bench"
     directory.mkdir(parents=True, exist_ok=True)

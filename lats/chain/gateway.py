@@ -1,296 +1,48 @@
-"""The chain gateway: the only code that talks JSON-RPC to a node.
+"""The chain gateway's reads: the runtime client of a node.
 
-One `Web3` per process and chain id, with an explicit timeout. Every read takes a block number so
-that one refresh sees one state; reads are batched: through Multicall3 `aggregate3` where the
-configured address holds code (asked once per gateway), else as JSON-RPC batches of plain
-`eth_call`s, chunked at `batch_size` requests, with the same typed results at the same block.
-Results are frozen dataclasses of `int` and `str`. Transport failures and garbage become
-`ChainUnavailable`; reverts become `ChainCallReverted` with the decoded reason. web3 itself never
-retries (one retry policy: the jobs'). Nothing here touches the ORM or Django's settings (only
-`gateway_for` reads them).
+Every read takes a block number so that one refresh sees one state; reads are batched: through
+Multicall3 `aggregate3` where the configured address holds code (asked once per gateway), else as
+JSON-RPC batches of plain `eth_call`s, chunked at `batch_size` requests, with the same typed
+results at the same block. Calls are encoded and decoded by `abi`, sent by `transport`, and
+returned as the frozen dataclasses of `results`. Nothing here touches the ORM or Django's
+settings (only `gateway_for` reads them).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import requests
-from eth_abi import decode as abi_decode
-from eth_abi import encode as abi_encode
-from eth_utils import (
-    event_abi_to_log_topic,
-    function_abi_to_4byte_selector,
-    keccak,
-    to_checksum_address,
+from eth_utils import to_checksum_address
+
+from lats.chain.abi import Function, decode_revert, event, function
+from lats.chain.errors import ChainCallReverted, ChainError, ChainUnavailable
+from lats.chain.results import (
+    Block,
+    DepositLog,
+    GasQuote,
+    LatState,
+    LogRef,
+    NodeAssetState,
+    NodeState,
+    Simulation,
+    TokenState,
 )
-from web3 import HTTPProvider, Web3
+from lats.chain.transport import DEFAULT_BATCH_SIZE, Transport, hex_bytes, http_web3, rpc_url_for
+
+if TYPE_CHECKING:
+    from web3 import Web3
 
 BEACON_CHAIN_STRATEGY = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
 MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11"
-DEFAULT_BATCH_SIZE = 100
-ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
-ABI_DIR = Path(__file__).resolve().parent / "abi"
 T = TypeVar("T")
 
-
-class ChainError(Exception):
-    """Base of the gateway's errors."""
-
-
-class ChainUnavailable(ChainError):
-    """The node could not be reached, timed out, or answered something that is not JSON-RPC.
-
-    `refused` is set when the node answered with a JSON-RPC error (a limit it enforces, such as
-    the block range of eth_getLogs) rather than failing to answer.
-    """
-
-    def __init__(self, message: str, *, refused: bool = False) -> None:
-        super().__init__(message)
-        self.refused = refused
-
-
-class ChainCallReverted(ChainError):
-    """A call reverted; `reason` is the decoded revert ("UnsupportedAsset(0x…)")."""
-
-    def __init__(self, reason: str, *, name: str = "", args: tuple = ()) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.name = name
-        self.args_decoded = args
-
-
-# --- ABI ------------------------------------------------------------------------------------
-
-
-def _type_of(param: dict[str, Any]) -> str:
-    kind = param["type"]
-    if kind.startswith("tuple"):
-        inner = ",".join(_type_of(component) for component in param["components"])
-        return f"({inner}){kind[len('tuple') :]}"
-    return kind
-
-
-@dataclass(frozen=True)
-class Function:
-    name: str
-    selector: bytes
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-
-    def encode(self, *args: Any) -> bytes:
-        return self.selector + abi_encode(self.inputs, args)
-
-    def decode(self, data: bytes) -> tuple:
-        try:
-            return tuple(abi_decode(self.outputs, data))
-        except Exception as exc:
-            raise ChainUnavailable(f"undecodable answer to {self.name}") from exc
-
-
-@dataclass(frozen=True)
-class Event:
-    name: str
-    topic: str
-    indexed: tuple[str, ...]
-    data: tuple[str, ...]
-
-
-@cache
-def abi(contract: str) -> list[dict[str, Any]]:
-    return json.loads((ABI_DIR / f"{contract}.json").read_text())
-
-
-@cache
-def function(contract: str, name: str) -> Function:
-    for entry in abi(contract):
-        if entry.get("type") == "function" and entry["name"] == name:
-            return Function(
-                name=name,
-                selector=function_abi_to_4byte_selector(entry),
-                inputs=tuple(_type_of(p) for p in entry["inputs"]),
-                outputs=tuple(_type_of(p) for p in entry["outputs"]),
-            )
-    raise KeyError(f"{contract}.{name}")
-
-
-@cache
-def event(contract: str, name: str) -> Event:
-    for entry in abi(contract):
-        if entry.get("type") == "event" and entry["name"] == name:
-            return Event(
-                name=name,
-                topic="0x" + event_abi_to_log_topic(entry).hex(),
-                indexed=tuple(_type_of(p) for p in entry["inputs"] if p["indexed"]),
-                data=tuple(_type_of(p) for p in entry["inputs"] if not p["indexed"]),
-            )
-    raise KeyError(f"{contract}.{name}")
-
-
-@cache
-def _error_table() -> dict[bytes, tuple[str, tuple[str, ...]]]:
-    table: dict[bytes, tuple[str, tuple[str, ...]]] = {
-        bytes.fromhex("08c379a0"): ("Error", ("string",)),
-        bytes.fromhex("4e487b71"): ("Panic", ("uint256",)),
-    }
-    for path in sorted(ABI_DIR.glob("*.json")):
-        for entry in json.loads(path.read_text()):
-            if entry.get("type") == "error":
-                types = tuple(_type_of(p) for p in entry["inputs"])
-                signature = f"{entry['name']}({','.join(types)})"
-                table[keccak(text=signature)[:4]] = (entry["name"], types)
-    return table
-
-
-def _format_value(value: Any) -> str:
-    if isinstance(value, bytes):
-        return "0x" + value.hex()
-    if isinstance(value, str) and len(value) == 42 and value.startswith("0x"):
-        return to_checksum_address(value)
-    return str(value)
-
-
-def decode_revert(data: str | bytes | None) -> ChainCallReverted:
-    """Revert data -> ChainCallReverted("Name(arg, …)"); custom errors by name."""
-    if isinstance(data, str):
-        data = bytes.fromhex(data.removeprefix("0x")) if data.startswith("0x") else b""
-    if not data:
-        return ChainCallReverted("reverted without a reason")
-    known = _error_table().get(data[:4])
-    if known is None:
-        return ChainCallReverted(f"reverted with unknown error 0x{data[:4].hex()}")
-    name, types = known
-    try:
-        args = tuple(abi_decode(types, data[4:]))
-    except Exception:
-        return ChainCallReverted(name, name=name)
-    if name == "Error":
-        return ChainCallReverted(str(args[0]), name=name, args=args)
-    return ChainCallReverted(
-        f"{name}({', '.join(_format_value(a) for a in args)})", name=name, args=args
-    )
-
-
-# --- typed results --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Block:
-    number: int
-    hash: str
-    timestamp: int
-
-
-@dataclass(frozen=True)
-class TokenState:
-    address: str
-    symbol: str
-    name: str
-    decimals: int
-    price_per_unit: int
-    volatility_threshold: int
-    strategy: str
-    balance: int
-    queued_balance: int
-
-
-@dataclass(frozen=True)
-class LatState:
-    block: Block
-    name: str
-    symbol: str
-    total_assets: int
-    total_supply: int
-    paused: bool
-    max_nodes: int
-    tokens: tuple[TokenState, ...]
-    nodes: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class NodeAssetState:
-    token: str
-    strategy: str
-    core_shares: int
-    staked_amount: int
-
-
-@dataclass(frozen=True)
-class NodeState:
-    address: str
-    node_id: int
-    operator: str  # zero address when undelegated
-    assets: tuple[NodeAssetState, ...]
-
-
-@dataclass(frozen=True)
-class DepositLog:
-    kind: str  # "AssetDeposited" or "Deposit"
-    tx_hash: str
-    log_index: int
-    block_number: int
-    block_hash: str
-    sender: str
-    receiver: str
-    asset: str
-    amount: int
-    shares: int
-    block_timestamp: int | None = None  # where the node includes it in logs
-
-
-@dataclass(frozen=True)
-class LogRef:
-    """A log's position and its indexed/data values, decoded."""
-
-    block_number: int
-    block_hash: str
-    tx_hash: str
-    log_index: int
-    address: str
-    values: tuple
-
-
-@dataclass(frozen=True)
-class GasQuote:
-    """eth_estimateGas and eth_gasPrice of a simulated call (wei); gas_limit is 0 on a revert."""
-
-    gas_limit: int
-    gas_price: int
-
-    @property
-    def fee(self) -> int:
-        return self.gas_limit * self.gas_price
-
-
-@dataclass(frozen=True)
-class Simulation:
-    """A deposit run as eth_call: the shares it returns, or the decoded revert reason."""
-
-    success: bool
-    shares: tuple[int, ...]  # one per deposited entry; empty on a revert
-    reason: str  # "" on success
-    gas: GasQuote  # on a revert: gas_limit 0 (nothing to estimate), the node's gas price
-
-
-# --- the gateway ----------------------------------------------------------------------------
+Call = tuple[str, Function, tuple]  # (to, function, arguments)
 
 
 def _address_topic(topic: str) -> str:
     return to_checksum_address("0x" + topic[-40:])
-
-
-def _hex_bytes(raw: Any, method: str) -> bytes:
-    if not isinstance(raw, str) or not raw.startswith("0x"):
-        raise ChainUnavailable(f"the node answered {method} with something that is not hex data")
-    try:
-        return bytes.fromhex(raw[2:])
-    except ValueError as exc:
-        raise ChainUnavailable(f"the node answered {method} with malformed hex data") from exc
 
 
 def _outcome(fn: Function, success: bool, data: bytes) -> tuple | ChainCallReverted:
@@ -303,18 +55,11 @@ def _outcome(fn: Function, success: bool, data: bytes) -> tuple | ChainCallRever
     return fn.decode(data)
 
 
-# Messages with which nodes report a call that failed in the EVM without reverting (an invalid
-# opcode, out of gas, a bad jump): aggregate3 reports those as a failed call with no data.
-_EVM_FAILURES = (
-    "out of gas",
-    "invalid opcode",
-    "invalidfeopcode",
-    "opcodenotfound",
-    "invalid jump",
-    "stack underflow",
-    "stack overflow",
-    "evm error",
-)
+def _required(result: tuple | ChainCallReverted) -> tuple:
+    """A call's decoded outputs; its revert is raised."""
+    if isinstance(result, ChainCallReverted):
+        raise result
+    return result
 
 
 class Gateway:
@@ -332,70 +77,23 @@ class Gateway:
         multicall: str | None = MULTICALL3_ADDRESS,
         batch_size: int = DEFAULT_BATCH_SIZE,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
-        self.w3 = w3
+        self.transport = Transport(w3, batch_size=batch_size)
         self.multicall_address = to_checksum_address(multicall) if multicall else None
-        self.batch_size = batch_size
         self._multicall_lock = threading.Lock()
         self._multicall_has_code: bool | None = None
 
-    # transport ------------------------------------------------------------------------------
+    @property
+    def w3(self) -> Web3:
+        return self.transport.w3
 
-    def _check(self, response: Any, method: str) -> Any:
-        if not isinstance(response, dict) or ("result" not in response and "error" not in response):
-            raise ChainUnavailable(
-                f"the node answered {method} with something that is not JSON-RPC"
-            )
-        if "error" in response and response["error"] is not None:
-            error = response["error"]
-            data = error.get("data") if isinstance(error, dict) else None
-            if isinstance(data, dict):  # some nodes nest it
-                data = data.get("data")
-            message = str(error.get("message", "")) if isinstance(error, dict) else str(error)
-            if (isinstance(data, str) and data.startswith("0x")) or "revert" in message.lower():
-                raise decode_revert(data if isinstance(data, str) else None)
-            if method == "eth_call" and any(f in message.lower() for f in _EVM_FAILURES):
-                raise decode_revert(None)
-            raise ChainUnavailable(f"the node refused {method}: {message[:200]}", refused=True)
-        return response["result"]
-
-    def request(self, method: str, params: list[Any]) -> Any:
-        try:
-            response = self.w3.provider.make_request(method, params)
-        except ChainError:
-            raise
-        except (requests.RequestException, OSError, ValueError, TimeoutError) as exc:
-            raise ChainUnavailable(f"the node could not be reached ({type(exc).__name__})") from exc
-        return self._check(response, method)
-
-    def batch(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
-        """JSON-RPC batches of at most `batch_size` requests; each item is its result or the
-        ChainError it raised."""
-        out: list[Any] = []
-        for start in range(0, len(calls), self.batch_size):
-            out += self._batch_chunk(calls[start : start + self.batch_size])
-        return out
-
-    def _batch_chunk(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
-        try:
-            responses = self.w3.provider.make_batch_request(list(calls))
-        except (requests.RequestException, OSError, ValueError, TimeoutError) as exc:
-            raise ChainUnavailable(f"the node could not be reached ({type(exc).__name__})") from exc
-        if not isinstance(responses, list) or len(responses) != len(calls):
-            raise ChainUnavailable("the node answered a batch with something that is not a batch")
-        out: list[Any] = []
-        for response, (method, _) in zip(responses, calls, strict=True):
-            try:
-                out.append(self._check(response, method))
-            except ChainError as exc:
-                out.append(exc)
-        return out
+    @property
+    def batch_size(self) -> int:
+        return self.transport.batch_size
 
     # blocks ---------------------------------------------------------------------------------
 
     def chain_id(self) -> int:
-        return int(self.request("eth_chainId", []), 16)
+        return int(self.transport.request("eth_chainId", []), 16)
 
     def _block(self, raw: Any) -> Block:
         if not isinstance(raw, dict):
@@ -406,21 +104,21 @@ class Gateway:
             raise ChainUnavailable("the node answered a malformed block") from exc
 
     def head(self, *, confirmations: int = 0) -> Block:
-        number = int(self.request("eth_blockNumber", []), 16)
+        number = int(self.transport.request("eth_blockNumber", []), 16)
         return self.block(max(number - confirmations, 0))
 
     def block(self, number: int) -> Block:
-        return self._block(self.request("eth_getBlockByNumber", [hex(number), False]))
+        return self._block(self.transport.request("eth_getBlockByNumber", [hex(number), False]))
 
     def block_or_none(self, number: int) -> Block | None:
         """The block, or None where the node has none at that height (a shorter chain)."""
-        raw = self.request("eth_getBlockByNumber", [hex(number), False])
+        raw = self.transport.request("eth_getBlockByNumber", [hex(number), False])
         return None if raw is None else self._block(raw)
 
     def blocks(self, numbers: Iterable[int], *, missing_ok: bool = False) -> dict[int, Block]:
         """Blocks by number in JSON-RPC batches; with missing_ok, absent ones are left out."""
         wanted = sorted(set(numbers))
-        results = self.batch([("eth_getBlockByNumber", [hex(n), False]) for n in wanted])
+        results = self.transport.batch([("eth_getBlockByNumber", [hex(n), False]) for n in wanted])
         out = {}
         for number, raw in zip(wanted, results, strict=True):
             if isinstance(raw, Exception):
@@ -431,7 +129,7 @@ class Gateway:
         return out
 
     def code_at(self, address: str, *, block: int | str = "latest") -> bytes:
-        raw = self.request(
+        raw = self.transport.request(
             "eth_getCode", [address, block if isinstance(block, str) else hex(block)]
         )
         return bytes.fromhex(str(raw).removeprefix("0x"))
@@ -442,7 +140,7 @@ class Gateway:
         tx: dict[str, str] = {"to": to, "data": "0x" + data.hex()}
         if sender:
             tx["from"] = sender
-        return _hex_bytes(self.request("eth_call", [tx, hex(block)]), "eth_call")
+        return hex_bytes(self.transport.request("eth_call", [tx, hex(block)]), "eth_call")
 
     def multicall_available(self) -> bool:
         """Whether batched reads go through Multicall3: an address is configured and holds code
@@ -455,9 +153,7 @@ class Gateway:
                     self._multicall_has_code = bool(self.code_at(self.multicall_address))
         return self._multicall_has_code
 
-    def multicall(
-        self, calls: Sequence[tuple[str, Function, tuple]], *, block: int
-    ) -> list[tuple | ChainCallReverted]:
+    def multicall(self, calls: Sequence[Call], *, block: int) -> list[tuple | ChainCallReverted]:
         """Many view calls at one block, each allowed to fail: one eth_call to Multicall3's
         aggregate3 where it has code, else JSON-RPC batches of plain eth_calls. Both routes give
         the same list: each call's decoded outputs, or its ChainCallReverted."""
@@ -470,7 +166,7 @@ class Gateway:
         return self._plain_calls(calls, block=block)
 
     def _aggregate3(
-        self, calls: Sequence[tuple[str, Function, tuple]], *, block: int
+        self, calls: Sequence[Call], *, block: int
     ) -> list[tuple | ChainCallReverted] | None:
         """The calls through aggregate3; None where Multicall3 has no code at that block (one
         older than its deployment, or a node that lost it since it was asked)."""
@@ -487,11 +183,9 @@ class Gateway:
             for (success, data), (_, fn, _) in zip(results, calls, strict=True)
         ]
 
-    def _plain_calls(
-        self, calls: Sequence[tuple[str, Function, tuple]], *, block: int
-    ) -> list[tuple | ChainCallReverted]:
+    def _plain_calls(self, calls: Sequence[Call], *, block: int) -> list[tuple | ChainCallReverted]:
         """The calls as plain eth_calls in JSON-RPC batches: needs no helper on the chain."""
-        answers = self.batch(
+        answers = self.transport.batch(
             [
                 ("eth_call", [{"to": to, "data": "0x" + fn.encode(*args).hex()}, hex(block)])
                 for to, fn, args in calls
@@ -504,75 +198,20 @@ class Gateway:
             elif isinstance(answer, ChainError):
                 raise answer
             else:
-                out.append(_outcome(fn, True, _hex_bytes(answer, "eth_call")))
+                out.append(_outcome(fn, True, hex_bytes(answer, "eth_call")))
         return out
 
-    def _strict(self, calls, *, block: int) -> list[tuple]:
-        results = self.multicall(calls, block=block)
-        for result in results:
-            if isinstance(result, ChainCallReverted):
-                raise result
-        return results  # type: ignore[return-value]
+    def _strict(self, calls: Sequence[Call], *, block: int) -> list[tuple]:
+        return [_required(result) for result in self.multicall(calls, block=block)]
 
     # LAT state ------------------------------------------------------------------------------
 
     def read_lat(self, *, proxy: str, manager: str, coordinator: str, block: Block) -> LatState:
-        lt = "LiquidToken"
-        first = self._strict(
-            [
-                (proxy, function(lt, "name"), ()),
-                (proxy, function(lt, "symbol"), ()),
-                (proxy, function(lt, "totalAssets"), ()),
-                (proxy, function(lt, "totalSupply"), ()),
-                (proxy, function(lt, "paused"), ()),
-                (manager, function("LiquidTokenManager", "getSupportedTokens"), ()),
-                (coordinator, function("StakerNodeCoordinator", "maxNodes"), ()),
-                (coordinator, function("StakerNodeCoordinator", "getAllNodes"), ()),
-            ],
-            block=block.number,
-        )
         name, symbol, total_assets, total_supply, paused, tokens, max_nodes, nodes = (
-            r[0] for r in first
+            r[0] for r in self._strict(_lat_calls(proxy, manager, coordinator), block=block.number)
         )
         tokens = [to_checksum_address(t) for t in tokens]
-        calls: list[tuple[str, Function, tuple]] = []
-        for token in tokens:
-            calls += [
-                (manager, function("LiquidTokenManager", "getTokenInfo"), (token,)),
-                (manager, function("LiquidTokenManager", "getTokenStrategy"), (token,)),
-                (token, function("TestERC20", "symbol"), ()),
-                (token, function("TestERC20", "name"), ()),
-            ]
-        calls += [
-            (proxy, function(lt, "balanceAssets"), (tokens,)),
-            (proxy, function(lt, "balanceQueuedAssets"), (tokens,)),
-        ]
-        second = self.multicall(calls, block=block.number)
-        balances, queued = second[-2], second[-1]
-        for result in (balances, queued):
-            if isinstance(result, ChainCallReverted):
-                raise result
-        states = []
-        for i, token in enumerate(tokens):
-            info, strategy, token_symbol, token_name = second[4 * i : 4 * i + 4]
-            for result in (info, strategy):
-                if isinstance(result, ChainCallReverted):
-                    raise result
-            decimals, price, threshold = info
-            states.append(
-                TokenState(
-                    address=token,
-                    # symbol() and name() are ERC-20's optional metadata: blank where absent.
-                    symbol="" if isinstance(token_symbol, ChainCallReverted) else token_symbol[0],
-                    name="" if isinstance(token_name, ChainCallReverted) else token_name[0],
-                    decimals=int(decimals),
-                    price_per_unit=int(price),
-                    volatility_threshold=int(threshold),
-                    strategy=to_checksum_address(strategy[0]),
-                    balance=int(balances[0][i]),
-                    queued_balance=int(queued[0][i]),
-                )
-            )
+        states = self._read_tokens(proxy=proxy, manager=manager, tokens=tokens, block=block)
         return LatState(
             block=block,
             name=name,
@@ -581,8 +220,19 @@ class Gateway:
             total_supply=int(total_supply),
             paused=bool(paused),
             max_nodes=int(max_nodes),
-            tokens=tuple(states),
+            tokens=states,
             nodes=tuple(to_checksum_address(n) for n in nodes),
+        )
+
+    def _read_tokens(
+        self, *, proxy: str, manager: str, tokens: Sequence[str], block: Block
+    ) -> tuple[TokenState, ...]:
+        """Each supported token's configuration, metadata and balances in the LAT."""
+        answers = self.multicall(_token_calls(proxy, manager, tokens), block=block.number)
+        balances, queued = _required(answers[-2]), _required(answers[-1])
+        return tuple(
+            _token_state(token, answers[4 * i : 4 * i + 4], balances[0][i], queued[0][i])
+            for i, token in enumerate(tokens)
         )
 
     def read_nodes(
@@ -595,59 +245,42 @@ class Gateway:
     ) -> list[NodeState]:
         """Delegation and withdrawable shares of each node, in each (token, strategy)."""
         strategy_addresses = [s for _, s in strategies]
-        calls: list[tuple[str, Function, tuple]] = []
-        for node in nodes:
-            calls += [
-                (node, function("StakerNode", "getId"), ()),
-                (node, function("StakerNode", "getOperatorDelegation"), ()),
-                (
-                    delegation_manager,
-                    function("DelegationManager", "getWithdrawableShares"),
-                    (node, strategy_addresses),
-                ),
-            ]
-        first = self._strict(calls, block=block.number)
-        conversions: list[tuple[str, Function, tuple]] = []
+        first = self._strict(
+            _node_calls(nodes, strategy_addresses, delegation_manager), block=block.number
+        )
+        answers = [first[3 * n : 3 * n + 3] for n in range(len(nodes))]
+        staked = self._staked_amounts(
+            [withdrawable[0] for _, _, withdrawable in answers], strategies, block=block
+        )
+        return [
+            _node_state(node, answers[n], strategies, staked[n]) for n, node in enumerate(nodes)
+        ]
+
+    def _staked_amounts(
+        self,
+        withdrawable: Sequence[Sequence[int]],
+        strategies: Sequence[tuple[str, str]],
+        *,
+        block: Block,
+    ) -> list[dict[int, int]]:
+        """Per node, the underlying amounts of its shares by strategy index, converted by each
+        strategy at the block; strategies where it has no shares, and the beacon chain's (whose
+        shares count 1:1), are left out."""
+        conversions: list[Call] = []
         positions: list[tuple[int, int]] = []
-        for n in range(len(nodes)):
-            withdrawable = first[3 * n + 2][0]
+        for n, shares_by_strategy in enumerate(withdrawable):
             for s, (_, strategy) in enumerate(strategies):
-                shares = int(withdrawable[s])
+                shares = int(shares_by_strategy[s])
                 if shares and strategy.lower() != BEACON_CHAIN_STRATEGY.lower():
                     conversions.append(
                         (strategy, function("Strategy", "sharesToUnderlyingView"), (shares,))
                     )
                     positions.append((n, s))
-        converted = dict(
-            zip(
-                positions,
-                (r[0] for r in self._strict(conversions, block=block.number)),
-                strict=True,
-            )
-        )
-        out = []
-        for n, node in enumerate(nodes):
-            node_id, operator, (withdrawable, _deposited) = (
-                first[3 * n][0],
-                first[3 * n + 1][0],
-                first[3 * n + 2],
-            )
-            assets = []
-            for s, (token, strategy) in enumerate(strategies):
-                shares = int(withdrawable[s])
-                if not shares:
-                    continue
-                staked = converted.get((n, s), shares)  # beacon-chain shares count 1:1
-                assets.append(NodeAssetState(token, strategy, shares, int(staked)))
-            out.append(
-                NodeState(
-                    address=node,
-                    node_id=int(node_id),
-                    operator=to_checksum_address(operator),
-                    assets=tuple(assets),
-                )
-            )
-        return out
+        converted = (r[0] for r in self._strict(conversions, block=block.number))
+        staked: list[dict[int, int]] = [{} for _ in withdrawable]
+        for (n, s), amount in zip(positions, converted, strict=True):
+            staked[n][s] = amount
+        return staked
 
     def operator_splits(
         self, *, rewards_coordinator: str, pairs: Sequence[tuple[str, str]], block: Block
@@ -674,7 +307,7 @@ class Gateway:
     def logs(
         self, *, address: str | list[str], topics: list[Any], from_block: int, to_block: int
     ) -> list[dict[str, Any]]:
-        result = self.request(
+        result = self.transport.request(
             "eth_getLogs",
             [
                 {
@@ -754,11 +387,7 @@ class Gateway:
             for log in raw_logs:
                 if log.get("removed"):
                     continue
-                indexed = tuple(
-                    abi_decode([kind], bytes.fromhex(topic[2:]))[0]
-                    for kind, topic in zip(ev.indexed, log["topics"][1:], strict=True)
-                )
-                data = tuple(abi_decode(ev.data, bytes.fromhex(log["data"][2:])))
+                values = ev.decode(log["topics"][1:], log["data"])
                 out.append(
                     LogRef(
                         block_number=int(log["blockNumber"], 16),
@@ -766,7 +395,7 @@ class Gateway:
                         tx_hash=log["transactionHash"],
                         log_index=int(log["logIndex"], 16),
                         address=to_checksum_address(log["address"]),
-                        values=indexed + data,
+                        values=values,
                     )
                 )
         except Exception as exc:
@@ -787,7 +416,7 @@ class Gateway:
         only a node that cannot be reached or answers garbage raises (`ChainUnavailable`).
         """
         tx = {"from": sender, "to": lat, "data": calldata, "value": "0x0"}
-        call, gas, price = self.batch(
+        call, gas, price = self.transport.batch(
             [
                 ("eth_call", [tx, "latest"]),
                 ("eth_estimateGas", [tx, "latest"]),
@@ -821,6 +450,101 @@ class Gateway:
         return Simulation(success=True, shares=tuple(int(s) for s in shares), reason="", gas=quote)
 
 
+# --- the calls of read_lat and read_nodes, and their answers as results -----------------------
+
+
+def _lat_calls(proxy: str, manager: str, coordinator: str) -> list[Call]:
+    """name, symbol, totalAssets, totalSupply, paused, supported tokens, maxNodes, nodes."""
+    lt = "LiquidToken"
+    return [
+        (proxy, function(lt, "name"), ()),
+        (proxy, function(lt, "symbol"), ()),
+        (proxy, function(lt, "totalAssets"), ()),
+        (proxy, function(lt, "totalSupply"), ()),
+        (proxy, function(lt, "paused"), ()),
+        (manager, function("LiquidTokenManager", "getSupportedTokens"), ()),
+        (coordinator, function("StakerNodeCoordinator", "maxNodes"), ()),
+        (coordinator, function("StakerNodeCoordinator", "getAllNodes"), ()),
+    ]
+
+
+def _token_calls(proxy: str, manager: str, tokens: Sequence[str]) -> list[Call]:
+    """Four calls per token (info, strategy, symbol, name), then the LAT's two balance lists."""
+    calls: list[Call] = []
+    for token in tokens:
+        calls += [
+            (manager, function("LiquidTokenManager", "getTokenInfo"), (token,)),
+            (manager, function("LiquidTokenManager", "getTokenStrategy"), (token,)),
+            (token, function("TestERC20", "symbol"), ()),
+            (token, function("TestERC20", "name"), ()),
+        ]
+    lt = "LiquidToken"
+    calls += [
+        (proxy, function(lt, "balanceAssets"), (tokens,)),
+        (proxy, function(lt, "balanceQueuedAssets"), (tokens,)),
+    ]
+    return calls
+
+
+def _token_state(
+    token: str, answers: Sequence[tuple | ChainCallReverted], balance: int, queued: int
+) -> TokenState:
+    info, strategy, token_symbol, token_name = answers
+    (decimals, price, threshold), strategy = _required(info), _required(strategy)
+    return TokenState(
+        address=token,
+        # symbol() and name() are ERC-20's optional metadata: blank where absent.
+        symbol="" if isinstance(token_symbol, ChainCallReverted) else token_symbol[0],
+        name="" if isinstance(token_name, ChainCallReverted) else token_name[0],
+        decimals=int(decimals),
+        price_per_unit=int(price),
+        volatility_threshold=int(threshold),
+        strategy=to_checksum_address(strategy[0]),
+        balance=int(balance),
+        queued_balance=int(queued),
+    )
+
+
+def _node_calls(
+    nodes: Sequence[str], strategy_addresses: list[str], delegation_manager: str
+) -> list[Call]:
+    """Three calls per node: its id, its operator, its withdrawable shares in the strategies."""
+    calls: list[Call] = []
+    for node in nodes:
+        calls += [
+            (node, function("StakerNode", "getId"), ()),
+            (node, function("StakerNode", "getOperatorDelegation"), ()),
+            (
+                delegation_manager,
+                function("DelegationManager", "getWithdrawableShares"),
+                (node, strategy_addresses),
+            ),
+        ]
+    return calls
+
+
+def _node_state(
+    node: str,
+    answers: Sequence[tuple],
+    strategies: Sequence[tuple[str, str]],
+    staked: dict[int, int],
+) -> NodeState:
+    node_id, operator, (withdrawable, _deposited) = answers[0][0], answers[1][0], answers[2]
+    assets = []
+    for s, (token, strategy) in enumerate(strategies):
+        shares = int(withdrawable[s])
+        if not shares:
+            continue
+        amount = staked.get(s, shares)  # beacon-chain shares count 1:1
+        assets.append(NodeAssetState(token, strategy, shares, int(amount)))
+    return NodeState(
+        address=node,
+        node_id=int(node_id),
+        operator=to_checksum_address(operator),
+        assets=tuple(assets),
+    )
+
+
 def scan_ranges(
     fetch: Callable[[int, int], T], *, start: int, end: int, max_range: int
 ) -> Iterator[tuple[int, int, T]]:
@@ -842,7 +566,7 @@ def scan_ranges(
         span = min(span * 2, max_range)
 
 
-# --- one Web3 per process and chain ---------------------------------------------------------
+# --- one gateway per process and node -------------------------------------------------------
 
 _lock = threading.Lock()
 _gateways: dict[tuple[str, float, str, int], Gateway] = {}
@@ -855,32 +579,17 @@ def gateway_for_url(
     multicall: str | None = MULTICALL3_ADDRESS,
     batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> Gateway:
-    """The process's gateway to the node at `url` (one per URL and options)."""
+    """The process's gateway to the node at `url` (one per URL and options, so that each
+    remembers whether its Multicall3 has code)."""
     key = (url, timeout, multicall or "", batch_size)
     with _lock:
         gateway = _gateways.get(key)
         if gateway is None:
-            # The proxy settings of the environment are read once here, not on every request
-            # (requests does that when trust_env is on: half a millisecond per call).
-            session = requests.Session()
-            session.trust_env = False
-            session.proxies = requests.utils.get_environ_proxies(url)
-            provider = HTTPProvider(
-                url,
-                request_kwargs={"timeout": timeout},
-                session=session,
-                exception_retry_configuration=None,  # the jobs retry; web3 never does
+            gateway = Gateway(
+                http_web3(url, timeout=timeout), multicall=multicall, batch_size=batch_size
             )
-            gateway = Gateway(Web3(provider), multicall=multicall, batch_size=batch_size)
             _gateways[key] = gateway
         return gateway
-
-
-def rpc_url_for(chain_id: int, *, urls: dict[int, str], default: str) -> str:
-    url = urls.get(chain_id) or default
-    if not url:
-        raise ChainUnavailable(f"no node is configured for chain {chain_id} (RPC_URL_{chain_id})")
-    return url
 
 
 def gateway_for(chain_id: int, *, timeout: float | None = None) -> Gateway:

@@ -1,6 +1,6 @@
 """The project's Solidity test contracts and the demo devnet, against a real anvil node.
 
-Expected values are worked out by hand from the scripted history in ``lats.chain.devnet``
+Expected values are worked out by hand from the scripted history in ``devchain.devnet``
 (amounts, prices, strategy rates, slashing), not read back from the contracts.
 """
 
@@ -15,8 +15,8 @@ from eth_abi import encode as abi_encode
 from web3 import Web3
 from web3.exceptions import ContractCustomError, ContractLogicError
 
-from lats.chain import compile as chain_compile
-from lats.chain.devnet import (
+from devchain import compile as chain_compile
+from devchain.devnet import (
     BEACON_CHAIN_ETH,
     EIP1967_ADMIN_SLOT,
     EIP1967_IMPLEMENTATION_SLOT,

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 from web3 import Web3
 
-from lats.chain.anvil import start_anvil
-from lats.chain.devnet import DEMO_LATS, MULTICALL3_ADDRESS, load_artifacts
+from devchain.anvil import start_anvil
+from devchain.devnet import DEMO_LATS, MULTICALL3_ADDRESS, load_artifacts
 
 pytestmark = pytest.mark.chain
 

@@ -25,7 +25,7 @@ from django.core.management import call_command
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from deposits.models import Deposit
-from lats.chain.devnet import write_manifests
+from devchain.devnet import write_manifests
 from lats.models import Lat, SyncStatus
 from latsite.schedules import DEFAULT_SCHEDULES, ensure_default_schedules
 

@@ -23,7 +23,7 @@ import pytest
 from django.core.management import call_command
 from web3.logs import DISCARD
 
-from lats.chain.devnet import DEPLOYER, write_manifests
+from devchain.devnet import DEPLOYER, write_manifests
 from lats.models import FeeStructure, Lat, LatToken
 from tests import factories as f
 

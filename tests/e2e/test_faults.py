@@ -20,10 +20,10 @@ from django.core.management import call_command
 
 from deposits.models import Deposit, DepositCheckpoint
 from deposits.services import deposit_index
+from devchain.anvil import start_anvil
+from devchain.devnet import connect, deposit_many, make_deposits, write_manifests
 from lats.chain import gateway as gateway_module
-from lats.chain.anvil import start_anvil
-from lats.chain.devnet import connect, deposit_many, make_deposits, write_manifests
-from lats.chain.gateway import ChainUnavailable
+from lats.chain.errors import ChainUnavailable
 from lats.models import Lat, LatToken, SyncStatus
 from lats.services import lat_refresh_state
 from operators.models import NodeAsset, StakerNode

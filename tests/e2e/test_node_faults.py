@@ -17,8 +17,8 @@ from django.db.utils import DataError
 from deposits.models import Deposit, DepositCheckpoint
 from deposits.services import deposit_index
 from deposits.tasks import index_deposits
-from lats.chain.devnet import load_artifacts, make_deposits, write_manifests
-from lats.chain.gateway import ChainUnavailable
+from devchain.devnet import load_artifacts, make_deposits, write_manifests
+from lats.chain.errors import ChainUnavailable
 from lats.indexing import READ_ATTEMPTS
 from lats.models import Avs, Lat, LatToken, SyncStatus, Token
 from lats.tasks import refresh_avs_metadata, refresh_lat_state

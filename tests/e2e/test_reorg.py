@@ -15,7 +15,7 @@ from web3 import Web3
 
 from deposits.models import Deposit, DepositCheckpoint
 from deposits.tasks import index_deposits
-from lats.chain.devnet import make_deposits, write_manifests
+from devchain.devnet import make_deposits, write_manifests
 from lats.models import Lat, SyncStatus
 from metrics.models import RewardsCheckpoint, RewardSubmission
 from metrics.tasks import record_snapshot

@@ -22,9 +22,9 @@ import pytest
 import requests
 from django.core.management import call_command
 
+from devchain.anvil import rpc_chain_id, start_anvil
+from devchain.devnet import connect, contract, write_manifests
 from lats import transactions
-from lats.chain.anvil import rpc_chain_id, start_anvil
-from lats.chain.devnet import connect, contract, write_manifests
 
 pytestmark = pytest.mark.chain
 

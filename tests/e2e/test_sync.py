@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from web3 import Web3
 
 from deposits.models import Deposit, DepositCheckpoint
-from lats.chain.devnet import DEMO_LATS, deposit_many, make_deposits, write_manifests
+from devchain.devnet import DEMO_LATS, deposit_many, make_deposits, write_manifests
 from lats.models import Lat, SyncStatus
 
 pytestmark = [pytest.mark.django_db(transaction=False), pytest.mark.chain]

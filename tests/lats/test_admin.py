@@ -22,7 +22,7 @@ from django_celery_beat.models import PeriodicTask
 from deposits.admin import DepositAdmin
 from deposits.models import Deposit, DepositCheckpoint
 from deposits.services import deposit_record_events
-from lats.chain.devnet import write_manifests
+from devchain.devnet import write_manifests
 from lats.models import Avs, FeeStructure, Lat, PriceFeed, SyncStatus, Token
 from lats.services import avs_apply_metadata
 from latsite.celery import app as celery_app

@@ -20,8 +20,8 @@ from django_celery_beat.schedulers import DatabaseScheduler
 
 from deposits.models import Deposit
 from deposits.tasks import DEPOSITS_JOB, index_all_deposits, index_deposits
-from lats.chain.devnet import DEMO_LATS, write_manifests
-from lats.chain.gateway import ChainUnavailable
+from devchain.devnet import DEMO_LATS, write_manifests
+from lats.chain.errors import ChainUnavailable
 from lats.models import Avs, Lat, SyncStatus
 from lats.tasks import (
     LAT_TASK_OPTIONS,

@@ -45,7 +45,7 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.core.failures import Failure
 from schemathesis.engine import events
 
-from lats.chain.devnet import make_deposits, write_manifests
+from devchain.devnet import make_deposits, write_manifests
 
 pytestmark = [pytest.mark.chain, pytest.mark.xdist_group("schemathesis")]
 

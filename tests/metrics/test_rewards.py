@@ -86,7 +86,7 @@ def _amount(args) -> int:
 
 @pytest.mark.chain
 def test_submissions_indexed_from_the_chain(chain, settings, tmp_path, api):
-    from lats.chain.devnet import write_manifests
+    from devchain.devnet import write_manifests
 
     settings.RPC_URL = chain.url
     call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from deposits.services import deposit_index
-from lats.chain.gateway import ChainError
+from lats.chain.errors import ChainError
 from lats.indexing import NodeLagging
 from lats.models import Lat
 from lats.services import MetadataUnavailable, avs_refresh_metadata, lat_refresh_state

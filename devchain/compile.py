@@ -1,8 +1,9 @@
 """Compile the project's Solidity test contracts with solcjs (from npm), offline.
 
-``python -m lats.chain.compile`` writes ``build/contracts.json`` (ABI and bytecode of every
-deployable contract; gitignored) and the committed ``lats/chain/abi/<Contract>.json`` (ABI only,
-sorted keys, stable). ``--check`` compiles and fails if the committed ABIs differ.
+``python -m devchain.compile`` compiles ``devchain/contracts/*.sol`` and writes
+``build/contracts.json`` (ABI and bytecode of every deployable contract; gitignored) and the
+committed ``lats/chain/abi/<Contract>.json`` the runtime gateway reads (ABI only, sorted keys,
+stable). ``--check`` compiles and fails if the committed ABIs differ.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CONTRACTS_DIR = REPO_ROOT / "contracts"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CONTRACTS_DIR = Path(__file__).resolve().parent / "contracts"
 BUILD_FILE = REPO_ROOT / "build" / "contracts.json"
-ABI_DIR = Path(__file__).resolve().parent / "abi"
+ABI_DIR = REPO_ROOT / "lats" / "chain" / "abi"  # committed: the runtime gateway reads them
 SOLCJS = REPO_ROOT / "node_modules" / ".bin" / "solcjs"
 EVM_VERSION = "cancun"
 OPTIMIZER_RUNS = 200
@@ -43,6 +44,8 @@ def sources_hash() -> str:
 
 
 def _standard_input() -> dict[str, Any]:
+    # Source unit names stay "contracts/<file>" wherever the files live: they are part of the
+    # bytecode's metadata hash.
     return {
         "language": "Solidity",
         "sources": {
@@ -83,7 +86,7 @@ def _run_solcjs(standard_input: dict[str, Any]) -> dict[str, Any]:
 
 
 def compile_contracts() -> dict[str, Any]:
-    """Compile contracts/*.sol; return the build document (see ``BUILD_FILE``).
+    """Compile devchain/contracts/*.sol; return the build document (see ``BUILD_FILE``).
 
     Raises CompileError with the formatted compiler errors. Warnings go to stderr.
     """
@@ -173,7 +176,7 @@ def load_build(*, compile_if_stale: bool = True) -> dict[str, Any]:
         if not compile_if_stale or build.get("sourcesHash") == sources_hash():
             return build
     elif not compile_if_stale:
-        raise CompileError(f"{BUILD_FILE} is missing: run `python -m lats.chain.compile`")
+        raise CompileError(f"{BUILD_FILE} is missing: run `python -m devchain.compile`")
     build = compile_contracts()
     write_build(build)
     write_abis(build)
@@ -181,7 +184,7 @@ def load_build(*, compile_if_stale: bool = True) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lats.chain.compile", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m devchain.compile", description=__doc__)
     parser.add_argument(
         "--check",
         action="store_true",
@@ -199,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             print(f"lats/chain/abi {problem}", file=sys.stderr)
         if problems:
-            print("run `python -m lats.chain.compile` and commit the ABIs", file=sys.stderr)
+            print("run `python -m devchain.compile` and commit the ABIs", file=sys.stderr)
             return 1
         print(f"{len(build['contracts'])} contract ABIs up to date")
         return 0

@@ -10,8 +10,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from lats.chain.anvil import AnvilError, start_anvil
-from lats.chain.devnet import (
+from devchain.anvil import AnvilError, start_anvil
+from devchain.devnet import (
     DevnetError,
     connect,
     deploy_devnet,
@@ -19,7 +19,8 @@ from lats.chain.devnet import (
     remove_multicall3,
     write_manifests,
 )
-from lats.chain.gateway import ChainError, gateway_for_url
+from lats.chain.errors import ChainError
+from lats.chain.gateway import gateway_for_url
 
 
 class Command(BaseCommand):

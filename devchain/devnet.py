@@ -17,7 +17,7 @@ Multicall3 is put at its canonical address unless ``multicall=False``: a devnet 
 a chain like any other that lacks the helper, where the service must read through its plain
 route.
 
-``python -m lats.chain.devnet [--rpc-url URL] [--out DIR] [--no-multicall]`` deploys and prints
+``python -m devchain.devnet [--rpc-url URL] [--out DIR] [--no-multicall]`` deploys and prints
 (or writes) the manifests.
 """
 
@@ -40,7 +40,7 @@ from web3.contract.contract import ContractFunction
 from web3.logs import DISCARD
 from web3.types import TxReceipt
 
-from lats.chain.compile import load_build
+from devchain.compile import load_build
 
 BEACON_CHAIN_ETH = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
 MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11"
@@ -378,6 +378,33 @@ def avs_metadata_uri(metadata: dict[str, str]) -> str:
 
 def deploy_lat(w3: Web3, core: Core, spec: LatSpec) -> dict[str, Any]:
     """Deploy one LAT per ``spec``, play its scripted history, and return its manifest."""
+    lat = _deploy_lat_contracts(w3, core)
+    _initialize_lat(w3, core, spec, lat)
+    _add_tokens_and_nodes(w3, core, spec, lat)
+    avs = core.account(spec.avs_account)
+    _send(
+        w3,
+        core.avs_directory.functions.updateAVSMetadataURI(avs_metadata_uri(spec.avs_metadata)),
+        avs,
+    )
+    _play_history(w3, core, spec, lat, avs)
+    return _lat_manifest(w3, core, spec, lat, avs)
+
+
+@dataclass(frozen=True)
+class LatContracts:
+    """One LAT's deployments (by contract name) and its proxies as contracts."""
+
+    impl: dict[str, Deployed]
+    proxy: dict[str, Deployed]
+    lt: Contract
+    ltm: Contract
+    coordinator: Contract
+    oracle: Contract
+
+
+def _deploy_lat_contracts(w3: Web3, core: Core) -> LatContracts:
+    """Deploy the implementations, then their transparent proxies (not initialized yet)."""
     owner = core.account(DEPLOYER)
     admin = core.account(PROXY_ADMIN)
     impl = {
@@ -400,12 +427,20 @@ def deploy_lat(w3: Web3, core: Core, spec: LatSpec) -> dict[str, Any]:
             "TokenRegistryOracle",
         )
     }
-    lt = contract(w3, "LiquidToken", proxy["LiquidToken"].address)
-    ltm = contract(w3, "LiquidTokenManager", proxy["LiquidTokenManager"].address)
-    coordinator = contract(w3, "StakerNodeCoordinator", proxy["StakerNodeCoordinator"].address)
-    oracle = contract(w3, "TokenRegistryOracle", proxy["TokenRegistryOracle"].address)
-    sm, dm = core.strategy_manager, core.delegation_manager
+    return LatContracts(
+        impl=impl,
+        proxy=proxy,
+        lt=contract(w3, "LiquidToken", proxy["LiquidToken"].address),
+        ltm=contract(w3, "LiquidTokenManager", proxy["LiquidTokenManager"].address),
+        coordinator=contract(w3, "StakerNodeCoordinator", proxy["StakerNodeCoordinator"].address),
+        oracle=contract(w3, "TokenRegistryOracle", proxy["TokenRegistryOracle"].address),
+    )
 
+
+def _initialize_lat(w3: Web3, core: Core, spec: LatSpec, lat: LatContracts) -> None:
+    owner = core.account(DEPLOYER)
+    sm, dm = core.strategy_manager, core.delegation_manager
+    lt, ltm, coordinator, oracle = lat.lt, lat.ltm, lat.coordinator, lat.oracle
     _send(
         w3,
         lt.functions.initialize(
@@ -427,20 +462,25 @@ def deploy_lat(w3: Web3, core: Core, spec: LatSpec) -> dict[str, Any]:
             ltm.address,
             sm.address,
             dm.address,
-            impl["StakerNode"].address,
-            admin,
+            lat.impl["StakerNode"].address,
+            core.account(PROXY_ADMIN),
             spec.max_nodes,
         ),
         owner,
     )
     _send(w3, oracle.functions.initialize(owner, ltm.address, PRICE_STALENESS_SECONDS), owner)
 
+
+def _add_tokens_and_nodes(w3: Web3, core: Core, spec: LatSpec, lat: LatContracts) -> None:
+    """The LAT's tokens (and any token added then removed again), then its staker nodes."""
+    owner = core.account(DEPLOYER)
+
     def add_token(symbol: str, price: int, threshold: int) -> None:
         token, strategy = core.tokens[symbol], core.strategies[symbol]
         decimals = TOKENS[symbol].decimals
         _send(
             w3,
-            ltm.functions.addToken(token.address, decimals, price, threshold, strategy.address),
+            lat.ltm.functions.addToken(token.address, decimals, price, threshold, strategy.address),
             owner,
         )
 
@@ -448,31 +488,32 @@ def deploy_lat(w3: Web3, core: Core, spec: LatSpec) -> dict[str, Any]:
         add_token(symbol, price, threshold)
     for symbol, price in spec.added_then_removed:
         add_token(symbol, price, 0)
-        _send(w3, ltm.functions.removeToken(core.tokens[symbol].address), owner)
+        _send(w3, lat.ltm.functions.removeToken(core.tokens[symbol].address), owner)
     for _ in range(spec.nodes):
-        _send(w3, coordinator.functions.createStakerNode(), owner)
+        _send(w3, lat.coordinator.functions.createStakerNode(), owner)
 
-    avs = core.account(spec.avs_account)
-    _send(
-        w3,
-        core.avs_directory.functions.updateAVSMetadataURI(avs_metadata_uri(spec.avs_metadata)),
-        avs,
-    )
 
-    def deposit(account: int, amounts: dict[str, str]) -> None:
-        sender = core.account(account)
-        assets, raw = [], []
-        for symbol, amount in amounts.items():
-            token = core.tokens[symbol]
-            value = units(amount, TOKENS[symbol].decimals)
-            _send(w3, token.functions.mint(sender, value), sender)
-            _send(w3, token.functions.approve(lt.address, value), sender)
-            assets.append(token.address)
-            raw.append(value)
-        _send(w3, lt.functions.deposit(assets, raw, sender), sender)
+def _deposit(w3: Web3, core: Core, lt: Contract, account: int, amounts: dict[str, str]) -> None:
+    """Mint, approve and deposit whole-token ``amounts`` from anvil account ``account``."""
+    sender = core.account(account)
+    assets, raw = [], []
+    for symbol, amount in amounts.items():
+        token = core.tokens[symbol]
+        value = units(amount, TOKENS[symbol].decimals)
+        _send(w3, token.functions.mint(sender, value), sender)
+        _send(w3, token.functions.approve(lt.address, value), sender)
+        assets.append(token.address)
+        raw.append(value)
+    _send(w3, lt.functions.deposit(assets, raw, sender), sender)
 
+
+def _play_history(w3: Web3, core: Core, spec: LatSpec, lat: LatContracts, avs: str) -> None:
+    """The scripted history, in order: deposits, delegations, stakes, queued withdrawals, price
+    updates, operator splits, the AVS's rewards, late deposits."""
+    owner = core.account(DEPLOYER)
+    ltm, oracle = lat.ltm, lat.oracle
     for account, amounts in spec.deposits:
-        deposit(account, amounts)
+        _deposit(w3, core, lat.lt, account, amounts)
     for node_id, operator in spec.delegate_before_staking.items():
         _send(w3, ltm.functions.delegateNode(node_id, core.account(operator)), owner)
     for node_id, amounts in spec.stakes:
@@ -498,14 +539,20 @@ def deploy_lat(w3: Web3, core: Core, spec: LatSpec) -> dict[str, Any]:
     if spec.reward[0]:
         _submit_rewards(w3, core, spec, avs)
     for account, amounts in spec.late_deposits:
-        deposit(account, amounts)
+        _deposit(w3, core, lat.lt, account, amounts)
 
+
+def _lat_manifest(
+    w3: Web3, core: Core, spec: LatSpec, lat: LatContracts, avs: str
+) -> dict[str, Any]:
+    """The LAT's manifest, in the format of ``shared/spec/chain.md``."""
+    impl, proxy = lat.impl, lat.proxy
     token_symbols = [symbol for symbol, _, _ in spec.tokens]
     base_asset = (
         BEACON_CHAIN_ETH if spec.base_asset == "ETH" else core.tokens[spec.base_asset].address
     )
     return {
-        "proxyAddress": lt.address,
+        "proxyAddress": lat.lt.address,
         "implementationAddress": impl["LiquidToken"].address,
         "name": spec.name,
         "symbol": spec.symbol,
@@ -532,8 +579,8 @@ def deploy_lat(w3: Web3, core: Core, spec: LatSpec) -> dict[str, Any]:
             for s in token_symbols
         ],
         "eigenlayer": {
-            "delegationManager": dm.address,
-            "strategyManager": sm.address,
+            "delegationManager": core.delegation_manager.address,
+            "strategyManager": core.strategy_manager.address,
             "rewardsCoordinator": core.rewards_coordinator.address,
             "avsDirectory": core.avs_directory.address,
         },
@@ -678,7 +725,7 @@ def deposit_many(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lats.chain.devnet", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m devchain.devnet", description=__doc__)
     parser.add_argument("--rpc-url", default="http://127.0.0.1:8545")
     parser.add_argument("--out", help="directory to write <symbol>.json manifests into")
     parser.add_argument(

@@ -2,7 +2,7 @@
 
 ``start_anvil()`` returns an :class:`AnvilNode` with ``.url`` and ``.stop()``; the node
 auto-mines one block per transaction, with 20 funded accounts of the default test mnemonic.
-``python -m lats.chain.anvil [--port N] [--state FILE]`` runs one in the foreground.
+``python -m devchain.anvil [--port N] [--state FILE]`` runs one in the foreground.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 ANVIL_BIN = REPO_ROOT / "node_modules" / ".bin" / "anvil"
 HOST = "127.0.0.1"
 DEFAULT_CHAIN_ID = 31337
@@ -131,16 +131,44 @@ def start_anvil(
     demo chain survives restarts.
     """
     if port is not None:
-        url = f"http://{HOST}:{port}"
-        running = rpc_chain_id(url)
+        running = _running_node(port, chain_id, reuse=reuse)
         if running is not None:
-            if not reuse:
-                raise AnvilError(f"port {port} is taken by a node on chain {running}")
-            if running != chain_id:
-                raise AnvilError(f"node at {url} is on chain {running}, expected {chain_id}")
-            return AnvilNode(url=url, port=port, chain_id=running)
+            return running
     port = port if port is not None else free_port()
+    args = _anvil_args(port, chain_id, accounts, gas_limit, state_file)
+    process, log_path = _spawn(args)
+    node = AnvilNode(
+        url=f"http://{HOST}:{port}",
+        port=port,
+        chain_id=chain_id,
+        process=process,
+        log_path=log_path,
+    )
+    atexit.register(node.stop)
+    _wait_until_up(node, process, log_path, timeout)
+    return node
+
+
+def _running_node(port: int, chain_id: int, *, reuse: bool) -> AnvilNode | None:
+    """The node already answering on ``port``, to reuse; None when the port is free."""
     url = f"http://{HOST}:{port}"
+    running = rpc_chain_id(url)
+    if running is None:
+        return None
+    if not reuse:
+        raise AnvilError(f"port {port} is taken by a node on chain {running}")
+    if running != chain_id:
+        raise AnvilError(f"node at {url} is on chain {running}, expected {chain_id}")
+    return AnvilNode(url=url, port=port, chain_id=running)
+
+
+def _anvil_args(
+    port: int,
+    chain_id: int,
+    accounts: int,
+    gas_limit: int,
+    state_file: str | os.PathLike[str] | None,
+) -> list[str]:
     args = [
         str(find_anvil()),
         "--host", HOST,
@@ -153,8 +181,12 @@ def start_anvil(
     ]  # fmt: skip
     if state_file is not None:
         args += ["--state", os.fspath(state_file)]
+    return args
+
+
+def _spawn(args: list[str]) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start anvil with its output going to a temporary log file; return the process and log."""
     log_fd, log_name = tempfile.mkstemp(prefix="anvil-", suffix=".log")
-    log_path = Path(log_name)
     with os.fdopen(log_fd, "wb") as log:
         process = subprocess.Popen(
             args,
@@ -164,23 +196,28 @@ def start_anvil(
             cwd=REPO_ROOT,
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
-    node = AnvilNode(url=url, port=port, chain_id=chain_id, process=process, log_path=log_path)
-    atexit.register(node.stop)
+    return process, Path(log_name)
+
+
+def _wait_until_up(
+    node: AnvilNode, process: subprocess.Popen[bytes], log_path: Path, timeout: float
+) -> None:
+    """Wait until the node answers with its chain id; stop it and raise if it exits or is late."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             output = log_path.read_text(errors="replace")[-2000:]
             node.stop()
             raise AnvilError(f"anvil exited with {process.returncode}: {output}")
-        if rpc_chain_id(url, timeout=0.5) == chain_id:
-            return node
+        if rpc_chain_id(node.url, timeout=0.5) == node.chain_id:
+            return
         time.sleep(0.05)
     node.stop()
-    raise AnvilError(f"anvil did not answer at {url} within {timeout} s")
+    raise AnvilError(f"anvil did not answer at {node.url} within {timeout} s")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lats.chain.anvil", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m devchain.anvil", description=__doc__)
     parser.add_argument("--port", type=int, default=8545)
     parser.add_argument("--chain-id", type=int, default=DEFAULT_CHAIN_ID)
     parser.add_argument("--state", dest="state_file", help="anvil --state file to load and dump")

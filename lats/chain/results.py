@@ -1,0 +1,105 @@
+"""What the gateway's reads return: frozen dataclasses of `int` and `str`, never web3's types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
+
+
+@dataclass(frozen=True)
+class Block:
+    number: int
+    hash: str
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class TokenState:
+    address: str
+    symbol: str
+    name: str
+    decimals: int
+    price_per_unit: int
+    volatility_threshold: int
+    strategy: str
+    balance: int
+    queued_balance: int
+
+
+@dataclass(frozen=True)
+class LatState:
+    block: Block
+    name: str
+    symbol: str
+    total_assets: int
+    total_supply: int
+    paused: bool
+    max_nodes: int
+    tokens: tuple[TokenState, ...]
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NodeAssetState:
+    token: str
+    strategy: str
+    core_shares: int
+    staked_amount: int
+
+
+@dataclass(frozen=True)
+class NodeState:
+    address: str
+    node_id: int
+    operator: str  # ZERO_ADDRESS when undelegated
+    assets: tuple[NodeAssetState, ...]
+
+
+@dataclass(frozen=True)
+class DepositLog:
+    kind: str  # "AssetDeposited" or "Deposit"
+    tx_hash: str
+    log_index: int
+    block_number: int
+    block_hash: str
+    sender: str
+    receiver: str
+    asset: str
+    amount: int
+    shares: int
+    block_timestamp: int | None = None  # where the node includes it in logs
+
+
+@dataclass(frozen=True)
+class LogRef:
+    """A log's position and its indexed/data values, decoded."""
+
+    block_number: int
+    block_hash: str
+    tx_hash: str
+    log_index: int
+    address: str
+    values: tuple
+
+
+@dataclass(frozen=True)
+class GasQuote:
+    """eth_estimateGas and eth_gasPrice of a simulated call (wei); gas_limit is 0 on a revert."""
+
+    gas_limit: int
+    gas_price: int
+
+    @property
+    def fee(self) -> int:
+        return self.gas_limit * self.gas_price
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A deposit run as eth_call: the shares it returns, or the decoded revert reason."""
+
+    success: bool
+    shares: tuple[int, ...]  # one per deposited entry; empty on a revert
+    reason: str  # "" on success
+    gas: GasQuote  # on a revert: gas_limit 0 (nothing to estimate), the node's gas price

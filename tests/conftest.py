@@ -242,3 +242,16 @@ def chain(devnet_kind: Devnet) -> Iterator[Chain]:
     finally:
         if not state.rpc("evm_revert", snapshot):
             raise RuntimeError(f"evm_revert({snapshot}) failed")
+
+
+@pytest.fixture
+def synced(chain: Chain, settings, tmp_path) -> Chain:
+    """The devnet's LATs imported and synced straight from anvil."""
+    from django.core.management import call_command
+
+    from devchain.devnet import write_manifests
+
+    settings.RPC_URL = chain.url
+    call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))
+    call_command("lat_sync", "--no-progress")
+    return chain

@@ -48,15 +48,6 @@ def proxy(chain) -> Iterator[RpcProxy]:
         node.close()
 
 
-@pytest.fixture
-def synced(chain, settings, tmp_path):
-    """Imported and synced straight from anvil."""
-    settings.RPC_URL = chain.url
-    call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))
-    call_command("lat_sync", "--no-progress")
-    return chain
-
-
 def stored() -> dict[str, list[dict[str, Any]]]:
     """Everything the refresh jobs write, except their status rows."""
     models = {

@@ -26,14 +26,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.chain]
 WAD = 10**18
 
 
-@pytest.fixture
-def synced(chain, settings, tmp_path):
-    settings.RPC_URL = chain.url
-    call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))
-    call_command("lat_sync", "--no-progress")
-    return chain
-
-
 DEPTH = 6
 
 

@@ -2,7 +2,10 @@ from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
 
+from deposits.api import urls as deposit_urls
+from lats.api import urls as lat_urls
 from latsite import views
+from operators.api import urls as operator_urls
 
 handler400 = "latsite.api.errors.handler400"
 handler403 = "latsite.api.errors.handler403"
@@ -10,8 +13,15 @@ handler404 = "latsite.api.errors.handler404"
 handler500 = "latsite.api.errors.handler500"
 
 urlpatterns = [
+    # Every app's fixed `lat/...` routes (`lat/assets`, `lat/operators`, ...) resolve before any
+    # `lat/<address>...` route: those segments are not LAT addresses.
     path("", include("lats.api.urls")),
+    path("", include("operators.api.urls")),
+    path("", include("deposits.api.urls")),
     path("", include("metrics.api.urls")),
+    path("", include(lat_urls.lat_urlpatterns)),
+    path("", include(operator_urls.lat_urlpatterns)),
+    path("", include(deposit_urls.lat_urlpatterns)),
     path("api/schema/", views.SchemaView.as_view(), name="schema"),
     path("api/docs/", views.SwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/redoc/", views.RedocView.as_view(url_name="schema"), name="redoc"),

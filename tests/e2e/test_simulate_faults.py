@@ -22,9 +22,9 @@ import pytest
 import requests
 from django.core.management import call_command
 
+from deposits import restaking
 from devchain.anvil import rpc_chain_id, start_anvil
 from devchain.devnet import connect, contract, write_manifests
-from lats import transactions
 
 pytestmark = pytest.mark.chain
 
@@ -96,7 +96,7 @@ def spare(chain) -> Iterator[FrozenNode]:
     finally:
         node.stop()
         # Simulations still blocked on it end with its socket; none is left for the next test.
-        wait_until(lambda: transactions.node_calls.busy == 0)
+        wait_until(lambda: restaking.node_calls.busy == 0)
 
 
 @pytest.fixture
@@ -170,7 +170,7 @@ def test_frozen_node_is_a_500_within_the_deadline_then_recovers(api, lat_eth, sp
     assert spare.url.rsplit(":", 1)[1] not in response.content.decode()
 
     spare.thaw()
-    wait_until(lambda: transactions.node_calls.busy == 0)
+    wait_until(lambda: restaking.node_calls.busy == 0)
     response = api.post(path, body, format="json")
     assert response.status_code == 200, response.content
     assert response.json() == expected
@@ -226,7 +226,7 @@ def test_node_trickling_bytes_is_cut_at_the_total_deadline(api, dataset, setting
         assert 1 <= elapsed < 2
     finally:
         node.stop()
-        wait_until(lambda: transactions.node_calls.busy == 0)
+        wait_until(lambda: restaking.node_calls.busy == 0)
 
 
 # --- the bound on simulations in flight ------------------------------------------------------
@@ -264,7 +264,7 @@ def test_simulations_hanging_on_a_frozen_node_are_bounded(live_server, lat_eth, 
     spare.freeze()
     hanging: list = []
     threads = [_post_in_thread(url, body, hanging) for _ in range(3)]
-    wait_until(lambda: transactions.node_calls.busy == 3, timeout=3)
+    wait_until(lambda: restaking.node_calls.busy == 3, timeout=3)
 
     refused = _assert_answers_quickly("POST", url, 429, json=body)
     assert refused.headers["Retry-After"] == "4"
@@ -289,7 +289,7 @@ def test_simulations_hanging_on_a_frozen_node_are_bounded(live_server, lat_eth, 
         assert 4 <= elapsed < 5  # SIMULATE_TIMEOUT + 1 s
 
     spare.thaw()
-    wait_until(lambda: transactions.node_calls.busy == 0)
+    wait_until(lambda: restaking.node_calls.busy == 0)
     response = requests.post(url, json=body, timeout=30)
     assert response.status_code == 200, response.text
     assert response.json() == expected

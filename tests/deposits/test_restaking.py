@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from eth_abi import encode as abi_encode
 from eth_utils import keccak, to_checksum_address
 
-from lats.api.transactions import DepositBodyParser
+from deposits.api.restaking import DepositBodyParser
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
 from latsite.api.errors import BadRequest
 from tests import factories as f

@@ -1,6 +1,6 @@
 """Direct Restaking endpoints: POST /lat/{address}/deposit and POST /lat/{address}/simulate-deposit.
 
-Thin: read the body (JSON object, size-capped), let `lats.transactions` validate, build or
+Thin: read the body (JSON object, size-capped), let `deposits.restaking` validate, build or
 simulate, shape the answer. simulate-deposit answers its members at the top level (no `data`
 wrapper, unlike deposit) and has a stricter rate limit of its own (RATE_LIMIT_SIMULATE).
 """
@@ -19,8 +19,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from lats import transactions
-from lats.api import transaction_serializers as s
+from deposits import restaking
+from deposits.api import restaking_serializers as s
 from latsite.api.errors import BadRequest
 from latsite.api.fields import ErrorSerializer
 from latsite.api.params import address_path_parameter
@@ -143,8 +143,8 @@ class DepositBuildView(APIView):
     )
     def post(self, request, address: str):
         body = json_object_body(request)
-        deposit = transactions.deposit_request_parse(address=address, body=body, with_sender=False)
-        tx = transactions.deposit_build(request=deposit)
+        deposit = restaking.deposit_request_parse(address=address, body=body, with_sender=False)
+        tx = restaking.deposit_build(request=deposit)
         return Response({"data": s.DepositBuildSerializer(tx).data})
 
 
@@ -267,14 +267,14 @@ class DepositSimulateView(APIView):
     )
     def post(self, request, address: str):
         body = json_object_body(request)
-        deposit = transactions.deposit_request_parse(address=address, body=body, with_sender=True)
-        simulation = transactions.deposit_simulate(request=deposit)
+        deposit = restaking.deposit_request_parse(address=address, body=body, with_sender=True)
+        simulation = restaking.deposit_simulate(request=deposit)
         return Response(s.DepositSimulationSerializer(simulation).data)
 
     def handle_exception(self, exc):
         """The one exception handler writes the error body; a refusal for want of a free
         simulation slot also tells when to retry."""
         response = super().handle_exception(exc)
-        if isinstance(exc, transactions.SimulationsBusy):
+        if isinstance(exc, restaking.SimulationsBusy):
             response["Retry-After"] = str(exc.retry_after)
         return response

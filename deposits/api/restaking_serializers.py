@@ -1,7 +1,7 @@
 """Request and response shapes of the Direct Restaking endpoints (POST deposit and
 simulate-deposit).
 
-The request serializers document the body; the service (`lats.transactions`) validates it, so
+The request serializers document the body; the service (`deposits.restaking`) validates it, so
 that a JSON number in `amounts` is refused rather than coerced and every message names its field
 and index. The response serializers shape the service's dataclasses.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework import serializers
 
-from lats.transactions import AMOUNT_PATTERN
+from deposits.restaking import AMOUNT_PATTERN
 from latsite.api.fields import AddressOutField, UintStringField
 from latsite.api.params import ADDRESS_PATTERN
 

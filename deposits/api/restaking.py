@@ -37,6 +37,11 @@ _ASSETS = [
     "0x9fE46736679d2D9a65F0992F2272dE9f3c7fa6e0",
 ]
 _WALLET = "0x71bE63f3384f5fb98995898A86B02Fb2426c5788"
+_EXAMPLE_BODY = {
+    "assets": _ASSETS,
+    "amounts": ["1000000000000000000", "2500000"],
+    "receiver": _WALLET,
+}
 _BODY_RULES = (
     "Send a JSON object as `application/json`, at most `DEPOSIT_BODY_MAX_BYTES` bytes "
     "(default 16 KiB) and nested at most 32 levels; anything else is a 400 `bad_request`. "
@@ -133,11 +138,7 @@ class DepositBuildView(APIView):
             OpenApiExample(
                 "Two tokens",
                 request_only=True,
-                value={
-                    "assets": _ASSETS,
-                    "amounts": ["1000000000000000000", "2500000"],
-                    "receiver": _WALLET,
-                },
+                value=_EXAMPLE_BODY,
             ),
         ],
     )
@@ -225,12 +226,7 @@ class DepositSimulateView(APIView):
             OpenApiExample(
                 "Two tokens",
                 request_only=True,
-                value={
-                    "assets": _ASSETS,
-                    "amounts": ["1000000000000000000", "2500000"],
-                    "receiver": _WALLET,
-                    "sender": _WALLET,
-                },
+                value={**_EXAMPLE_BODY, "sender": _WALLET},
             ),
             OpenApiExample(
                 "Would succeed",

@@ -9,14 +9,13 @@ from functools import cached_property
 from django.contrib import admin
 from django.core.paginator import Paginator
 from django.db.models import Max
-from eth_utils import to_checksum_address
 
 from deposits.models import Deposit, DepositCheckpoint
 from lats.admin import ReadOnlyAdminMixin, model_field_names
 from lats.models import Lat
+from latsite.addresses import checksum, is_address
 
 TX_HASH = re.compile(r"0x[0-9a-fA-F]{64}")
-ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 
 
 class DepositPaginator(Paginator):
@@ -99,8 +98,8 @@ class DepositAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             # are named; the node answers hashes in lower case.
             chains = Lat.objects.values_list("chain_id", flat=True).distinct()
             return queryset.filter(chain_id__in=list(chains), tx_hash=term.lower()), False
-        if ADDRESS.fullmatch(term):
-            return queryset.filter(sender=to_checksum_address(term)), False
+        if is_address(term):
+            return queryset.filter(sender=checksum(term)), False
         return queryset.none(), False
 
 

@@ -25,21 +25,20 @@ from typing import Any, NoReturn
 
 from django.conf import settings
 from django.db import connection
-from rest_framework.exceptions import APIException
 
 from lats.chain.errors import ChainUnavailable
 from lats.chain.gateway import Gateway, gateway_for
-from lats.models import ZERO_ADDRESS, Lat
+from lats.models import Lat
+from latsite.addresses import ZERO_ADDRESS, address_error, checksum, is_address
 from latsite.api.documents import cached_document
-from latsite.api.errors import BadRequest, NotFound, ServiceError, UnprocessableEntity
-from latsite.api.params import ADDRESS_PATTERN, checksum
+from latsite.api.params import parse_address
+from latsite.errors import Busy, InvalidInput, MalformedRequest, NotFound, Unavailable
 
 logger = logging.getLogger(__name__)
 
 AMOUNT_PATTERN = r"^\d+$"
 # fullmatch with explicit ASCII classes: `$` would also accept a trailing newline and `\d`
 # any Unicode digit, which the documented (ECMA) patterns do not.
-_ADDRESS_RE = re.compile(r"0x[a-fA-F0-9]{40}")
 _AMOUNT_RE = re.compile(r"[0-9]+")
 UINT256_MAX = 2**256 - 1
 LAT_DECIMALS = 18  # every LiquidToken is an 18-decimal ERC-20
@@ -54,18 +53,15 @@ NODE_TOO_SLOW = (
 )
 
 
-class SimulationsBusy(APIException):
+class SimulationsBusy(Busy):
     """Every simulation slot of this process is held by a simulation still waiting on a node:
-    a 429 `rate_limit_exceeded` (the view adds `Retry-After`), answered at once, never queued."""
-
-    status_code = 429
-    default_code = "rate_limit_exceeded"
+    a 429 `rate_limit_exceeded` with `Retry-After`, answered at once, never queued."""
 
     def __init__(self, *, retry_after: int) -> None:
-        self.retry_after = retry_after
         super().__init__(
             "Too many simulations are waiting on the chain node right now; nothing was "
-            f"simulated. Retry after {retry_after} s."
+            f"simulated. Retry after {retry_after} s.",
+            retry_after=retry_after,
         )
 
 
@@ -166,14 +162,6 @@ def _deposit_target_read(address: str) -> DepositTarget:
 # --- validation ---------------------------------------------------------------------------------
 
 
-def _is_address(value: Any) -> bool:
-    return isinstance(value, str) and _ADDRESS_RE.fullmatch(value) is not None
-
-
-def _address_message(field: str) -> str:
-    return f"{field} must be an address matching {ADDRESS_PATTERN}."
-
-
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
@@ -186,13 +174,6 @@ def _json_type(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
     return "an object"
-
-
-def parse_path_address(value: str) -> str:
-    """The path's LAT address, checksummed; 422 when malformed."""
-    if not _is_address(value):
-        raise UnprocessableEntity(_address_message("address"))
-    return checksum(value)
 
 
 def _array(body: Mapping[str, Any], field: str, items: str, errors: list[str]) -> list | None:
@@ -220,10 +201,10 @@ def _assets(body: Mapping[str, Any], errors: list[str]) -> list[str | None] | No
         return None
     out: list[str | None] = []
     for index, item in enumerate(items):
-        if _is_address(item):
+        if is_address(item):
             out.append(item.lower())
         else:
-            errors.append(_address_message(f"assets[{index}]"))
+            errors.append(address_error(f"assets[{index}]"))
             out.append(None)
     return out
 
@@ -268,8 +249,8 @@ def _party(body: Mapping[str, Any], field: str, role: str, errors: list[str]) ->
     if value is None:
         errors.append(f"{field} is required: {role}.")
         return ""
-    if not _is_address(value):
-        errors.append(_address_message(field))
+    if not is_address(value):
+        errors.append(address_error(field))
         return ""
     return value.lower()
 
@@ -282,8 +263,8 @@ def deposit_request_parse(
     and index). Unknown body members are ignored; repeated assets are allowed (the contract
     deposits each entry separately)."""
     if not isinstance(body, Mapping):
-        raise BadRequest("The request body must be a JSON object.")
-    lat = deposit_target_get(address=parse_path_address(address))
+        raise MalformedRequest("The request body must be a JSON object.")
+    lat = deposit_target_get(address=parse_address(address, field="address"))
 
     errors: list[str] = []
     assets = _assets(body, errors)
@@ -308,7 +289,7 @@ def deposit_request_parse(
     if with_sender:
         sender = _party(body, "sender", "the address that sends the deposit and is debited", errors)
     if errors or assets is None or amounts is None:
-        raise UnprocessableEntity("; ".join(errors))
+        raise InvalidInput("; ".join(errors))
     return DepositRequest(
         lat=lat,
         assets=tuple(a for a in assets if a is not None),
@@ -389,7 +370,7 @@ def _simulation_gateway(lat: DepositTarget, timeout: float) -> Gateway:
         return gateway_for(lat.chain_id, timeout=timeout)
     except ChainUnavailable as exc:
         logger.error("simulate-deposit %s: %s", lat.proxy_address, exc)
-        raise ServiceError(
+        raise Unavailable(
             f"Simulation is unavailable: the service has no chain node for chain {lat.chain_id}."
         ) from exc
 
@@ -402,14 +383,14 @@ def _node_unreachable(lat: DepositTarget, exc: ChainUnavailable) -> NoReturn:
         lat.chain_id,
         exc,
     )
-    raise ServiceError(NODE_UNREACHABLE) from exc
+    raise Unavailable(NODE_UNREACHABLE) from exc
 
 
 def deposit_simulate(*, request: DepositRequest) -> DepositSimulation:
     """Run the deposit as eth_call from `sender` at the latest block (one JSON-RPC batch with
     eth_estimateGas and eth_gasPrice). A revert is a result (`success=False`). A node that
     cannot be reached, or does not answer within SIMULATE_TIMEOUT in all, is a 500
-    `ServiceError` with a message for the caller, logged here; with every simulation slot of
+    `Unavailable` with a message for the caller, logged here; with every simulation slot of
     the process taken, `SimulationsBusy` (429) at once."""
     lat = request.lat
     timeout = float(settings.SIMULATE_TIMEOUT)
@@ -438,7 +419,7 @@ def deposit_simulate(*, request: DepositRequest) -> DepositSimulation:
             lat.chain_id,
             timeout,
         )
-        raise ServiceError(NODE_TOO_SLOW.format(seconds=timeout)) from exc
+        raise Unavailable(NODE_TOO_SLOW.format(seconds=timeout)) from exc
     scale = Decimal(10) ** LAT_DECIMALS
     return DepositSimulation(
         success=simulation.success,

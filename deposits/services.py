@@ -5,15 +5,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.db import connection, transaction
 
 from deposits.models import Deposit, DepositCheckpoint
 from lats.chain.gateway import Gateway, gateway_for
+from lats.chain.results import block_time
 from lats.indexing import Checkpoint, Range, Rewind, index_ranges, index_start
 from lats.models import Lat, SyncStatus
-from lats.services import sync_status_recording, sync_status_success
+from lats.sync_status import sync_status_recording, sync_status_success
 
 logger = logging.getLogger(__name__)
 
@@ -258,7 +259,7 @@ def _event(log, timestamp: int) -> DepositEvent:
         log_index=log.log_index,
         block_number=log.block_number,
         block_hash=log.block_hash,
-        created_at=datetime.fromtimestamp(timestamp, tz=UTC),
+        created_at=block_time(timestamp),
         kind=log.kind,
         sender=log.sender,
         receiver=log.receiver,

@@ -1,4 +1,9 @@
-"""Celery tasks of deposit indexing: take ids, call `deposit_index` (see lats/tasks.py)."""
+"""Celery tasks of deposit indexing: take ids, run the deposits step (latsite/refresh.py)
+under the job runner (latsite/jobs.py).
+
+Each block range is committed with the checkpoint, so a run stopped by the time limit resumes
+where it stopped on the next run.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +11,16 @@ from typing import Any
 
 from celery import shared_task
 
-from deposits.services import deposit_index
-from lats.models import Lat
-from lats.tasks import FAN_OUT_OPTIONS, LAT_TASK_OPTIONS, fan_out, run_lat_job
+from latsite.jobs import FAN_OUT_OPTIONS, LAT_TASK_OPTIONS, fan_out, run_step
+from latsite.refresh import DEPOSITS
 
-DEPOSITS_JOB = "deposits.tasks.index_deposits"
+DEPOSITS_JOB = DEPOSITS.job
 
 
 @shared_task(name=DEPOSITS_JOB, **LAT_TASK_OPTIONS)
 def index_deposits(lat_id: int) -> dict[str, Any]:
-    """Index the LAT's deposit events from its checkpoint to the confirmed head.
-
-    Each block range is committed with the checkpoint, so a run stopped by the time limit
-    resumes where it stopped on the next run.
-    """
-
-    def run(lat: Lat) -> dict[str, Any]:
-        summary = deposit_index(lat=lat)
-        return {"to_block": summary.to_block, "new": summary.new, "removed": summary.removed}
-
-    return run_lat_job(DEPOSITS_JOB, lat_id, run)
+    """Index the LAT's deposit events from its checkpoint to the confirmed head."""
+    return run_step(DEPOSITS, lat_id)
 
 
 @shared_task(name="deposits.tasks.index_all_deposits", **FAN_OUT_OPTIONS)

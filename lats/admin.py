@@ -11,12 +11,12 @@ from django.db import models, transaction
 from django.db.models import Prefetch
 from django.utils import timezone
 from django.utils.html import format_html_join
-from eth_utils import is_hex_address, to_checksum_address
 
 from lats.curation import avs_release_curated, avs_update_curated
 from lats.models import Avs, FeeStructure, Lat, LatToken, PriceFeed, SyncStatus, Token
-from lats.tasks import enqueue_metadata_refresh, enqueue_refresh_now
+from latsite.addresses import checksum, is_address
 from latsite.admin_site import guard_third_party_actions
+from latsite.refresh import enqueue_metadata_refresh, enqueue_refresh_now
 
 
 class ReadOnlyAdminMixin:
@@ -326,9 +326,9 @@ class PriceFeedForm(forms.ModelForm):
 
     def _address(self, name: str) -> str:
         value = self.cleaned_data[name].strip()
-        if not is_hex_address(value) or not value.startswith("0x"):
+        if not is_address(value):
             raise forms.ValidationError("Enter an address 0x + 40 hex digits.")
-        return to_checksum_address(value)  # the services look feeds up by checksummed address
+        return checksum(value)  # the services look feeds up by checksummed address
 
     def clean_token_address(self) -> str:
         return self._address("token_address")

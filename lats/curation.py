@@ -1,7 +1,7 @@
 """Writes of curated AVS metadata by people (staff in admin), as opposed to the metadata refresh.
 
 A curated field that staff set is recorded in `Avs.staff_edited_fields`; the metadata refresh
-(`lats.services.avs_apply_metadata`) never overwrites such a field. Releasing a field hands it
+(`lats.avs_metadata.avs_apply_metadata`) never overwrites such a field. Releasing a field hands it
 back to the AVS's metadata document: the next metadata refresh re-applies the document.
 """
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-ADDRESS_VALIDATOR = RegexValidator(r"^0x[a-fA-F0-9]{40}$", "Enter an address 0x + 40 hex digits.")
-BEACON_CHAIN_ETH = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
-ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
+from lats.values import is_beacon_chain_eth
+from latsite.addresses import ADDRESS_VALIDATOR
 
 
 def AddressField(**kwargs) -> models.CharField:
@@ -201,7 +200,7 @@ class Lat(models.Model):
         """Token-type group: staff override, else the rule of decisions.md."""
         if group_override:
             return group_override
-        if base_asset.lower() == BEACON_CHAIN_ETH.lower():
+        if is_beacon_chain_eth(base_asset):
             return cls.Group.ETH
         if "BTC" in base_asset_symbol.upper():
             return cls.Group.BTC

@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db.models import Prefetch, QuerySet
 
-from lats.models import BEACON_CHAIN_ETH, Avs, FeeStructure, Lat, LatToken, Token
-from latsite.api.errors import NotFound
-
-WAD = Decimal(10) ** 18
-WAD_INT = 10**18
-DEFAULT_OPERATOR_SPLIT_BIPS = 1000  # EigenLayer's default operator split: 10%
-APY_WINDOWS = (
-    "current",
-    "avg30d",
-    "trailing7d",
-    "trailing30d",
-    "trailing3m",
-    "trailing6m",
-    "trailing1y",
-)
-APY_FIELDS = ("apy", "baseApy", "nativeApy", "totalApy")
+from lats.models import Avs, FeeStructure, Lat, LatToken, Token
+from lats.values import amount_for_one_lat, shares_for_one_token
+from latsite.errors import NotFound
 
 
 def _lat_tokens_prefetch() -> Prefetch:
@@ -199,17 +186,6 @@ def lat_documents_grouped(records: list[LatRecord]) -> dict[str, list[dict]]:
     return groups
 
 
-def tvl_document(tvl: Tvl) -> dict:
-    return {
-        "tvl": float(tvl.tvl),
-        "unstakedTvl": float(tvl.unstaked_tvl),
-        "stakedTvl": float(tvl.staked_tvl),
-        "queuedTvl": float(tvl.queued_tvl),
-        "tvlAssets": {k: float(v) for k, v in tvl.tvl_assets.items()},
-        "tvlAssetsEth": {k: float(v) for k, v in tvl.tvl_assets_eth.items()},
-    }
-
-
 _CURATED = {
     "avsAddress": "address",
     "metadataName": "metadata_name",
@@ -230,27 +206,16 @@ def curated_metadata(*, avs_id: int) -> dict:
     return dict(zip(_CURATED, row, strict=True))
 
 
-def lat_detail_document(
-    *, address: str, with_tvl: bool, with_metadata: bool, with_rewards: bool
-) -> dict:
-    """The LAT detail (LatDetailSerializer's shape), built from plain rows."""
-    lat = lat_record(address=address)
-    document = lat_document(lat)
-    document["assets"] = [
+def asset_documents(record: LatRecord) -> list[dict]:
+    """The LAT detail's `assets`: each token's balance and queued balance, raw."""
+    return [
         {
             "asset": link.address,
             "balance": str(int(link.balance)),
             "queuedBalance": str(int(link.queued_balance)),
         }
-        for link in lat.tokens
+        for link in record.tokens
     ]
-    if with_tvl:
-        document["tvl"] = tvl_document(lat_tvl(lat=lat, links=lat.tokens))
-    if with_rewards:
-        document["apys"] = lat_apys(lat=lat)
-    if with_metadata:
-        document["curatedMetadata"] = curated_metadata(avs_id=lat.avs_id)
-    return document
 
 
 def token_list_with_lats() -> QuerySet[Token]:
@@ -270,109 +235,12 @@ def avs_lats(*, address: str) -> list[Lat]:
     return list(Lat.objects.filter(avs_id__in=avs_ids).order_by("chain_id", "proxy_address"))
 
 
-# --- values -------------------------------------------------------------------------------
-
-
-def unit_eth_price(lat: Lat) -> Decimal:
-    """ETH value of one unit of account, 1e18-scaled."""
-    if lat.base_asset.lower() == BEACON_CHAIN_ETH.lower():
-        return WAD
-    return Decimal(lat.unit_eth_price)
-
-
-def to_eth(lat: Lat, link: LatToken, amount: Decimal) -> Decimal:
-    """Token units -> ETH (whole), through pricePerUnit and the unit's ETH price."""
-    in_unit = amount * Decimal(link.price_per_unit) / (Decimal(10) ** link.decimals) / WAD
-    return in_unit * unit_eth_price(lat) / WAD
-
-
-def staked_amounts(*, lat_id: int) -> dict[int, Decimal]:
-    """token id -> amount staked in the LAT's nodes, token units.
-
-    Summed here, not with SUM(): uint256 values overflow SQLite's 64-bit SUM.
-    """
-    from operators.models import NodeAsset
-
-    totals: dict[int, Decimal] = {}
-    rows = NodeAsset.objects.filter(node__lat_id=lat_id).values_list("token_id", "staked_amount")
-    for token_id, amount in rows:
-        totals[token_id] = totals.get(token_id, Decimal(0)) + Decimal(amount)
-    return totals
-
-
-@dataclass(frozen=True)
-class Tvl:
-    tvl: Decimal
-    unstaked_tvl: Decimal
-    staked_tvl: Decimal
-    queued_tvl: Decimal
-    tvl_assets: dict[str, Decimal] = field(default_factory=dict)
-    tvl_assets_eth: dict[str, Decimal] = field(default_factory=dict)
-
-
-def lat_tvl(*, lat: Lat | LatRecord, links: list[TokenLink]) -> Tvl:
-    """TVL from stored balances and node shares (decisions.md, Values)."""
-    staked = staked_amounts(lat_id=lat.id)
-    unstaked_eth = staked_eth = queued_eth = Decimal(0)
-    assets: dict[str, Decimal] = {}
-    assets_eth: dict[str, Decimal] = {}
-    for link in links:
-        symbol = link.symbol
-        staked_amount = staked.get(link.token_id, Decimal(0))
-        total = Decimal(link.balance) + Decimal(link.queued_balance) + staked_amount
-        assets[symbol] = total / (Decimal(10) ** link.decimals)
-        assets_eth[symbol] = to_eth(lat, link, total)
-        unstaked_eth += to_eth(lat, link, Decimal(link.balance))
-        queued_eth += to_eth(lat, link, Decimal(link.queued_balance))
-        staked_eth += to_eth(lat, link, staked_amount)
-    return Tvl(
-        tvl=unstaked_eth + staked_eth + queued_eth,
-        unstaked_tvl=unstaked_eth,
-        staked_tvl=staked_eth,
-        queued_tvl=queued_eth,
-        tvl_assets=assets,
-        tvl_assets_eth=assets_eth,
-    )
-
-
-def lat_apys(*, lat: Lat | LatRecord) -> dict[str, dict[str, str]]:
-    """Stored APY windows, every window and member present ("0" where nothing is known)."""
-    stored = lat.apys or {}
-    return {
-        window: {name: str((stored.get(window) or {}).get(name, "0")) for name in APY_FIELDS}
-        for window in APY_WINDOWS
-    }
-
-
-def lat_exchange_rate_unit(lat: Lat) -> Decimal:
-    """Unit of account per whole LAT, 1e18-scaled (1:1 while the supply is zero)."""
-    if not lat.total_supply:
-        return WAD
-    return Decimal(lat.total_assets) * WAD / Decimal(lat.total_supply)
-
-
-def _amount_for_one_lat(lat: Lat, link: LatToken) -> Decimal:
-    """calculateAmount(token, 1e18) in whole tokens, with the contract's integer rounding."""
-    supply, assets = int(lat.total_supply), int(lat.total_assets)
-    value = WAD_INT if supply == 0 else WAD_INT * assets // supply
-    raw = value * 10**link.decimals // int(link.price_per_unit)
-    return Decimal(raw) / Decimal(10) ** link.decimals
-
-
-def _shares_for_one_token(lat: Lat, link: LatToken) -> Decimal:
-    """calculateShares(token, one whole token) in whole LATs, with the contract's rounding."""
-    supply, assets = int(lat.total_supply), int(lat.total_assets)
-    value = 10**link.decimals * int(link.price_per_unit) // 10**link.decimals
-    raw = value if supply == 0 or assets == 0 else value * supply // assets
-    return Decimal(raw) / WAD
-
-
 def exchange_rates(*, address: str) -> dict[str, float]:
     """For a LAT: tokens per whole LAT by token symbol; for a token: LATs per whole token."""
     lat = Lat.objects.filter(proxy_address=address).prefetch_related(_lat_tokens_prefetch()).first()
     if lat is not None:
         return {
-            link.token.symbol: float(_amount_for_one_lat(lat, link))
+            link.token.symbol: float(amount_for_one_lat(lat, link))
             for link in lat.lat_tokens.all()
             if link.price_per_unit
         }
@@ -383,30 +251,13 @@ def exchange_rates(*, address: str) -> dict[str, float]:
     )
     if not links:
         raise NotFound(f"{address} is neither a LAT nor a token that a LAT supports.")
-    return {link.lat.symbol: float(_shares_for_one_token(link.lat, link)) for link in links}
+    return {link.lat.symbol: float(shares_for_one_token(link.lat, link)) for link in links}
 
 
-def lat_fees(*, lat: Lat) -> dict[str, float]:
-    from operators.models import OperatorAvsSplit, StakerNode
-
+def lat_fee_structure(*, lat: Lat) -> dict[str, float]:
+    """The LAT's own fees, as staff curate them (0 where none are set)."""
     fees = FeeStructure.objects.filter(lat=lat).first()
-    operator_ids = set(
-        StakerNode.objects.filter(lat=lat, operator__isnull=False).values_list(
-            "operator_id", flat=True
-        )
-    )
-    splits = dict(
-        OperatorAvsSplit.objects.filter(
-            operator_id__in=operator_ids, avs_id=lat.avs_id
-        ).values_list("operator_id", "split_bips")
-    )
-    if operator_ids:
-        bips = [splits.get(op, DEFAULT_OPERATOR_SPLIT_BIPS) for op in operator_ids]
-        avg = Decimal(sum(bips)) / len(bips) / 100
-    else:
-        avg = Decimal(0)
     return {
         "managementFee": float(fees.management_fee) if fees else 0.0,
         "performanceFee": float(fees.performance_fee) if fees else 0.0,
-        "avgOperatorPerformanceFee": float(avg),
     }

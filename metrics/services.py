@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Context, Decimal
 
 from django.db import transaction
@@ -14,10 +14,13 @@ from deposits.models import Deposit
 from lats.chain.gateway import Gateway, gateway_for
 from lats.indexing import Checkpoint, Rewind, index_ranges, index_start
 from lats.models import Lat, PriceFeed, SyncStatus, Token
-from lats.selectors import APY_WINDOWS, WAD, lat_exchange_rate_unit, lat_tvl, to_eth, token_links
-from lats.services import assign_changed, sync_status_recording, sync_status_success
+from lats.selectors import token_links
+from lats.sync_status import sync_status_recording, sync_status_success
+from lats.values import exchange_rate, to_eth
 from latsite.api.documents import documents_changed
+from latsite.db import model_update
 from metrics.models import MetricSnapshot, RewardsCheckpoint, RewardSubmission
+from metrics.selectors import APY_WINDOWS, lat_tvl
 
 WINDOWS = {
     "current": timedelta(days=1),
@@ -30,18 +33,12 @@ WINDOWS = {
 YEAR = Decimal(365 * 86400)
 
 
-def _rate(total_assets, total_supply) -> Decimal:
-    if not total_supply:
-        return WAD
-    return Decimal(total_assets) * WAD / Decimal(total_supply)
-
-
 def _native_apy(now: datetime, rate_now: Decimal, then: MetricSnapshot | None) -> Decimal:
     """Annualised growth of the exchange rate since `then` (simple, percent)."""
     if then is None:
         return Decimal(0)
     elapsed = Decimal((now - then.timestamp).total_seconds())
-    rate_then = _rate(then.total_assets, then.total_supply)
+    rate_then = exchange_rate(then.total_assets, then.total_supply)
     if elapsed <= 0 or not rate_then:
         return Decimal(0)
     return (rate_now / rate_then - 1) * YEAR / elapsed * 100
@@ -216,7 +213,7 @@ def rewards_index(*, lat: Lat, gateway: Gateway | None = None) -> RewardsSummary
         new=0,
         removed=_rewind(lat, start.rewind) if start.rewind else 0,
         block=start.head.number,
-        at=datetime.fromtimestamp(start.head.timestamp, tz=UTC),
+        at=start.head.time,
     )
     if not coordinator:
         return summary
@@ -287,7 +284,7 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
     lat = Lat.objects.get(pk=lat.pk)
     links = token_links(lat_ids=[lat.id]).get(lat.id, [])
     tvl = lat_tvl(lat=lat, links=links)
-    rate_now = lat_exchange_rate_unit(lat)
+    rate_now = exchange_rate(lat.total_assets, lat.total_supply)
     history = MetricSnapshot.objects.filter(lat=lat).exclude(timestamp=hour)
     apys: dict[str, dict[str, str]] = {}
     base = _base_apy(links, tvl)
@@ -320,9 +317,7 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
     if snapshot is None:
         snapshot = MetricSnapshot.objects.create(lat=lat, timestamp=hour, **values)
     else:
-        changed = assign_changed(snapshot, values)
-        if changed:
-            snapshot.save(update_fields=changed)
+        model_update(snapshot, values)
     apys["avg30d"] = _avg30d(lat, now, base)
     ordered = {w: apys[w] for w in APY_WINDOWS}
     if lat.apys != ordered:

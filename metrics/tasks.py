@@ -1,4 +1,5 @@
-"""Celery tasks of metric snapshots: take ids, call `metrics_refresh` (see lats/tasks.py)."""
+"""Celery tasks of metric snapshots: take ids, run the snapshot step (latsite/refresh.py)
+under the job runner (latsite/jobs.py)."""
 
 from __future__ import annotations
 
@@ -6,23 +7,16 @@ from typing import Any
 
 from celery import shared_task
 
-from lats.models import Lat
-from lats.tasks import FAN_OUT_OPTIONS, LAT_TASK_OPTIONS, fan_out, run_lat_job
-from metrics.services import metrics_refresh
+from latsite.jobs import FAN_OUT_OPTIONS, LAT_TASK_OPTIONS, fan_out, run_step
+from latsite.refresh import SNAPSHOT
 
-SNAPSHOT_JOB = "metrics.tasks.record_snapshot"
+SNAPSHOT_JOB = SNAPSHOT.job
 
 
 @shared_task(name=SNAPSHOT_JOB, **LAT_TASK_OPTIONS)
 def record_snapshot(lat_id: int) -> dict[str, Any]:
     """Record the LAT's metrics for the current hour (the latest run of the hour wins)."""
-
-    def run(lat: Lat) -> dict[str, Any]:
-        # The rewards APY needs the AVS's latest submissions; metrics are those at its block.
-        snapshot = metrics_refresh(lat=lat)
-        return {"timestamp": snapshot.timestamp.isoformat(), "block": snapshot.block_number}
-
-    return run_lat_job(SNAPSHOT_JOB, lat_id, run)
+    return run_step(SNAPSHOT, lat_id)
 
 
 @shared_task(name="metrics.tasks.record_all_snapshots", **FAN_OUT_OPTIONS)

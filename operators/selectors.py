@@ -9,9 +9,9 @@ from decimal import Decimal
 from django.db.models import Prefetch, QuerySet
 
 from lats.models import Lat, LatToken
-from lats.selectors import to_eth
-from latsite.api.errors import NotFound
-from operators.models import NodeAsset, Operator, StakerNode
+from lats.values import to_eth
+from latsite.errors import NotFound
+from operators.models import NodeAsset, Operator, OperatorAvsSplit, StakerNode
 
 
 def _assets_prefetch() -> Prefetch:
@@ -123,3 +123,25 @@ def lat_operator_groups(*, lat: Lat) -> list[tuple[Operator, list[StakerNode]]]:
         node.lat = lat
         groups.setdefault(node.operator_id, (node.operator, []))[1].append(node)
     return sorted(groups.values(), key=lambda pair: pair[0].address)
+
+
+DEFAULT_OPERATOR_SPLIT_BIPS = 1000  # EigenLayer's default operator split: 10%
+
+
+def lat_avg_operator_fee(*, lat: Lat) -> Decimal:
+    """The mean split (percent) of the operators the LAT's nodes delegate to, for the LAT's
+    AVS (EigenLayer's default where an operator set none); 0 with no operator."""
+    operator_ids = set(
+        StakerNode.objects.filter(lat=lat, operator__isnull=False).values_list(
+            "operator_id", flat=True
+        )
+    )
+    if not operator_ids:
+        return Decimal(0)
+    splits = dict(
+        OperatorAvsSplit.objects.filter(
+            operator_id__in=operator_ids, avs_id=lat.avs_id
+        ).values_list("operator_id", "split_bips")
+    )
+    bips = [splits.get(op, DEFAULT_OPERATOR_SPLIT_BIPS) for op in operator_ids]
+    return Decimal(sum(bips)) / len(bips) / 100

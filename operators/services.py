@@ -1,103 +1,170 @@
-"""Writes of staker nodes, what they hold, and their operators."""
+"""Staker nodes, what they hold, and their operators: read from the chain and stored."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from dataclasses import dataclass
 
-from lats.chain.results import ZERO_ADDRESS, Block, NodeState
+from django.conf import settings
+
+from lats.chain.gateway import Gateway, scan_ranges
+from lats.chain.results import Block, LatState, NodeState
 from lats.models import Avs, Lat, Token
+from latsite.addresses import ZERO_ADDRESS, checksum
 from operators.models import NodeAsset, Operator, OperatorAvsSplit, StakerNode
 
 
-def _time(block: Block) -> datetime:
-    return datetime.fromtimestamp(block.timestamp, tz=UTC)
+@dataclass(frozen=True)
+class NodesReading:
+    """The LAT's nodes, its operators' splits for the LAT's AVS, and the creation block of
+    each node the database does not know yet, all at one block."""
+
+    nodes: Sequence[NodeState]
+    splits: dict[tuple[str, str], int]
+    created: dict[str, Block]
+
+
+def nodes_read(*, lat: Lat, state: LatState, gateway: Gateway) -> NodesReading:
+    """Read the nodes the coordinator lists in `state`, at the state's block."""
+    block = state.block
+    strategies = [(t.address, t.strategy) for t in state.tokens]
+    nodes = (
+        gateway.read_nodes(
+            nodes=state.nodes,
+            strategies=strategies,
+            delegation_manager=lat.delegation_manager,
+            block=block,
+        )
+        if state.nodes
+        else []
+    )
+    operators = sorted({n.operator for n in nodes if n.operator != ZERO_ADDRESS})
+    splits = (
+        gateway.operator_splits(
+            rewards_coordinator=lat.rewards_coordinator,
+            pairs=[(op, lat.avs.address) for op in operators],
+            block=block,
+        )
+        if lat.rewards_coordinator and operators
+        else {}
+    )
+    known = set(StakerNode.objects.filter(lat=lat).values_list("address", flat=True))
+    created = _node_creations(
+        lat, gateway, block, [n.address for n in nodes if n.address not in known]
+    )
+    return NodesReading(nodes=nodes, splits=splits, created=created)
+
+
+def _node_creations(lat: Lat, gateway: Gateway, block: Block, new_nodes: list[str]):
+    """Block and time of the NodeCreated event of each new node (ranges of at most
+    LOG_BLOCK_RANGE blocks, halved while the node refuses them)."""
+    if not new_nodes:
+        return {}
+    coordinator = lat.contract_deployments["proxy"]["stakerNodeCoordinator"]
+
+    def fetch(first: int, last: int):
+        return gateway.event_logs(
+            contract="StakerNodeCoordinator",
+            name="NodeCreated",
+            address=coordinator,
+            from_block=first,
+            to_block=last,
+        )
+
+    found: dict[str, int] = {}
+    for _, _, logs in scan_ranges(
+        fetch, start=lat.deployment_block, end=block.number, max_range=settings.LOG_BLOCK_RANGE
+    ):
+        found |= {checksum(log.values[1]): log.block_number for log in logs}
+    blocks = gateway.blocks({found.get(n, block.number) for n in new_nodes})
+    return {n: blocks[found.get(n, block.number)] for n in new_nodes}
 
 
 def operator_ensure(*, chain_id: int, address: str) -> tuple[Operator, bool]:
     return Operator.objects.get_or_create(chain_id=chain_id, address=address)
 
 
-def nodes_store(
-    *,
-    lat: Lat,
-    nodes: Sequence[NodeState],
-    splits: dict[tuple[str, str], int],
-    created: dict[str, Block],
-    block: Block,
-) -> int:
+def nodes_store(*, lat: Lat, reading: NodesReading, block: Block) -> int:
     """Upsert the LAT's nodes, their assets and operators; returns how many rows changed.
+    Call inside a transaction.
 
     A node's `updated_at_block` moves only when its delegation or holdings change.
     """
     changed = 0
     operators: dict[str, Operator] = {}
-    for address in sorted({n.operator for n in nodes if n.operator != ZERO_ADDRESS}):
+    for address in sorted({n.operator for n in reading.nodes if n.operator != ZERO_ADDRESS}):
         operators[address], was_created = operator_ensure(chain_id=lat.chain_id, address=address)
         changed += was_created
     tokens = {t.address: t for t in Token.objects.filter(chain_id=lat.chain_id)}
     existing = {
         n.address: n for n in StakerNode.objects.filter(lat=lat).prefetch_related("assets__token")
     }
-    for state in nodes:
+    for state in reading.nodes:
         operator = operators.get(state.operator)
         node = existing.pop(state.address, None)
-        wanted = {a.token: (a.strategy, a.core_shares, a.staked_amount) for a in state.assets}
         if node is None:
-            origin = created.get(state.address, block)
+            origin = reading.created.get(state.address, block)
             node = StakerNode.objects.create(
                 lat=lat,
                 address=state.address,
                 node_id=state.node_id,
                 operator=operator,
                 created_at_block=origin.number,
-                created_at=_time(origin),
+                created_at=origin.time,
                 updated_at_block=block.number,
-                updated_at=_time(block),
+                updated_at=block.time,
             )
-            have: dict[str, NodeAsset] = {}
             changed += 1
-            node_changed = False
+            node_changed = _store_assets(node, state, {}, tokens)
         else:
             have = {a.token.address: a for a in node.assets.all()}
-            node_changed = node.operator_id != (operator.id if operator else None) or (
-                node.node_id != state.node_id
+            node_changed = _store_assets(node, state, have, tokens) or (
+                node.operator_id != (operator.id if operator else None)
+                or node.node_id != state.node_id
             )
-        for token_address, (strategy, shares, staked) in wanted.items():
-            asset = have.pop(token_address, None)
-            if asset is None:
-                NodeAsset.objects.create(
-                    node=node,
-                    token=tokens[token_address],
-                    strategy_address=strategy,
-                    core_shares=shares,
-                    staked_amount=staked,
-                )
-                node_changed = True
-            elif (asset.strategy_address, int(asset.core_shares), int(asset.staked_amount)) != (
-                strategy,
-                shares,
-                staked,
-            ):
-                asset.strategy_address = strategy
-                asset.core_shares = shares
-                asset.staked_amount = staked
-                asset.save(update_fields=["strategy_address", "core_shares", "staked_amount"])
-                node_changed = True
-        if have:
-            NodeAsset.objects.filter(id__in=[a.id for a in have.values()]).delete()
-            node_changed = True
         if node_changed:
             node.operator = operator
             node.node_id = state.node_id
             node.updated_at_block = block.number
-            node.updated_at = _time(block)
+            node.updated_at = block.time
             node.save(update_fields=["operator", "node_id", "updated_at_block", "updated_at"])
             changed += 1
     if existing:  # nodes the coordinator no longer lists
         StakerNode.objects.filter(id__in=[n.id for n in existing.values()]).delete()
         changed += len(existing)
-    changed += _store_splits(lat=lat, operators=operators, splits=splits)
+    changed += _store_splits(lat=lat, operators=operators, splits=reading.splits)
+    return changed
+
+
+def _store_assets(
+    node: StakerNode, state: NodeState, have: dict[str, NodeAsset], tokens: dict[str, Token]
+) -> bool:
+    """Bring the node's assets in line with `state`; True when any row changed."""
+    changed = False
+    for a in {a.token: a for a in state.assets}.values():
+        asset = have.pop(a.token, None)
+        if asset is None:
+            NodeAsset.objects.create(
+                node=node,
+                token=tokens[a.token],
+                strategy_address=a.strategy,
+                core_shares=a.core_shares,
+                staked_amount=a.staked_amount,
+            )
+            changed = True
+        elif (asset.strategy_address, int(asset.core_shares), int(asset.staked_amount)) != (
+            a.strategy,
+            a.core_shares,
+            a.staked_amount,
+        ):
+            asset.strategy_address = a.strategy
+            asset.core_shares = a.core_shares
+            asset.staked_amount = a.staked_amount
+            asset.save(update_fields=["strategy_address", "core_shares", "staked_amount"])
+            changed = True
+    if have:
+        NodeAsset.objects.filter(id__in=[a.id for a in have.values()]).delete()
+        changed = True
     return changed
 
 

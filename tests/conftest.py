@@ -33,7 +33,7 @@ class Dataset:
 
 @pytest.fixture
 def dataset(db) -> Dataset:
-    from lats.models import BEACON_CHAIN_ETH
+    from lats.values import BEACON_CHAIN_ETH
     from tests import factories as f
 
     d = Dataset()

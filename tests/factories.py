@@ -8,7 +8,8 @@ import factory
 from eth_utils import to_checksum_address
 
 from deposits.models import Deposit
-from lats.models import BEACON_CHAIN_ETH, Avs, FeeStructure, Lat, LatToken, Token
+from lats.models import Avs, FeeStructure, Lat, LatToken, Token
+from lats.values import BEACON_CHAIN_ETH
 from metrics.models import MetricSnapshot
 from operators.models import NodeAsset, Operator, OperatorAvsSplit, StakerNode
 

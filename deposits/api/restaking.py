@@ -21,11 +21,11 @@ from rest_framework.views import APIView
 
 from deposits import restaking
 from deposits.api import restaking_serializers as s
-from latsite.api.errors import BadRequest
 from latsite.api.fields import ErrorSerializer
 from latsite.api.params import address_path_parameter
 from latsite.api.schema import OPTIONAL_API_KEY, error_responses
 from latsite.api.throttling import ClientRateThrottle, SimulateRateThrottle
+from latsite.errors import MalformedRequest
 from latsite.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 
 TAG = "Direct Restaking"
@@ -78,14 +78,16 @@ class DepositBodyParser(BaseParser):
             declared = int(meta.get("CONTENT_LENGTH") or 0)
         except ValueError:
             declared = 0
-        too_large = BadRequest(f"The request body is larger than {limit} bytes.")
+        too_large = MalformedRequest(f"The request body is larger than {limit} bytes.")
         if declared > limit:
             raise too_large
         raw = stream.read(limit + 1)
         if len(raw) > limit:
             raise too_large
         if nested_deeper_than(raw, MAX_JSON_NESTING):
-            raise BadRequest(f"The request body is nested deeper than {MAX_JSON_NESTING} levels.")
+            raise MalformedRequest(
+                f"The request body is nested deeper than {MAX_JSON_NESTING} levels."
+            )
         try:
             text = raw.decode("utf-8")  # the only charset accepted (decisions: a 400 otherwise)
             return json.loads(text, parse_constant=_refuse_constant)
@@ -102,12 +104,14 @@ def json_object_body(request: Request) -> dict[str, Any]:
     or JSON that is not an object)."""
     media_type = (request.content_type or "").split(";")[0].strip().lower()
     if media_type != "application/json":
-        raise BadRequest("Send the body as a JSON object with Content-Type: application/json.")
+        raise MalformedRequest(
+            "Send the body as a JSON object with Content-Type: application/json."
+        )
     body = request.data
     if request.stream is None:
-        raise BadRequest("The request body is empty; send a JSON object.")
+        raise MalformedRequest("The request body is empty; send a JSON object.")
     if not isinstance(body, dict):
-        raise BadRequest("The request body must be a JSON object.")
+        raise MalformedRequest("The request body must be a JSON object.")
     return body
 
 
@@ -266,11 +270,3 @@ class DepositSimulateView(APIView):
         deposit = restaking.deposit_request_parse(address=address, body=body, with_sender=True)
         simulation = restaking.deposit_simulate(request=deposit)
         return Response(s.DepositSimulationSerializer(simulation).data)
-
-    def handle_exception(self, exc):
-        """The one exception handler writes the error body; a refusal for want of a free
-        simulation slot also tells when to retry."""
-        response = super().handle_exception(exc)
-        if isinstance(exc, restaking.SimulationsBusy):
-            response["Retry-After"] = str(exc.retry_after)
-        return response

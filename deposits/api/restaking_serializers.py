@@ -12,8 +12,8 @@ from django.conf import settings
 from rest_framework import serializers
 
 from deposits.restaking import AMOUNT_PATTERN
+from latsite.addresses import ADDRESS_PATTERN
 from latsite.api.fields import AddressOutField, UintStringField
-from latsite.api.params import ADDRESS_PATTERN
 
 # --- request bodies -------------------------------------------------------------------------
 

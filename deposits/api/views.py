@@ -7,7 +7,8 @@ from rest_framework.views import APIView
 
 from deposits import selectors
 from deposits.api.serializers import DepositListSerializer
-from latsite.api.params import ADDRESS_PATTERN, parse_address, parse_int
+from latsite.addresses import ADDRESS_PATTERN
+from latsite.api.params import parse_address, parse_int
 from latsite.api.schema import OPTIONAL_API_KEY, error_responses
 
 MAX_TAKE = 100

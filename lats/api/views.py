@@ -14,6 +14,8 @@ from latsite.api.params import (
     toggle_parameter,
 )
 from latsite.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
+from metrics import selectors as metrics_selectors
+from operators import selectors as operator_selectors
 
 TAG = "LATs"
 
@@ -79,17 +81,22 @@ class LatDetailView(APIView):
         with_tvl = parse_toggle(params, "withTvl")
         with_metadata = parse_toggle(params, "withCuratedMetadata")
         with_rewards = parse_toggle(params, "withRewards")
-        return Response(
-            cached_document(
-                f"lat:{address}:{with_tvl}:{with_metadata}:{with_rewards}",
-                lambda: selectors.lat_detail_document(
-                    address=address,
-                    with_tvl=with_tvl,
-                    with_metadata=with_metadata,
-                    with_rewards=with_rewards,
-                ),
-            )
-        )
+
+        def build() -> dict:
+            record = selectors.lat_record(address=address)
+            document = selectors.lat_document(record)
+            document["assets"] = selectors.asset_documents(record)
+            if with_tvl:
+                tvl = metrics_selectors.lat_tvl(lat=record, links=record.tokens)
+                document["tvl"] = metrics_selectors.tvl_document(tvl)
+            if with_rewards:
+                document["apys"] = metrics_selectors.lat_apys(lat=record)
+            if with_metadata:
+                document["curatedMetadata"] = selectors.curated_metadata(avs_id=record.avs_id)
+            return document
+
+        key = f"lat:{address}:{with_tvl}:{with_metadata}:{with_rewards}"
+        return Response(cached_document(key, build))
 
 
 class LatTokensView(APIView):
@@ -160,7 +167,9 @@ class LatFeesView(APIView):
     )
     def get(self, request, address: str):
         lat = selectors.lat_get(address=parse_address(address, field="address"))
-        return Response({"data": selectors.lat_fees(lat=lat)})
+        average = operator_selectors.lat_avg_operator_fee(lat=lat)
+        fees = selectors.lat_fee_structure(lat=lat) | {"avgOperatorPerformanceFee": float(average)}
+        return Response({"data": fees})
 
 
 class AvsLatsView(APIView):

@@ -30,11 +30,11 @@ from lats.chain.results import (
     TokenState,
 )
 from lats.chain.transport import DEFAULT_BATCH_SIZE, Transport, hex_bytes, http_web3, rpc_url_for
+from lats.values import is_beacon_chain_eth
 
 if TYPE_CHECKING:
     from web3 import Web3
 
-BEACON_CHAIN_STRATEGY = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
 MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11"
 T = TypeVar("T")
 
@@ -271,7 +271,7 @@ class Gateway:
         for n, shares_by_strategy in enumerate(withdrawable):
             for s, (_, strategy) in enumerate(strategies):
                 shares = int(shares_by_strategy[s])
-                if shares and strategy.lower() != BEACON_CHAIN_STRATEGY.lower():
+                if shares and not is_beacon_chain_eth(strategy):
                     conversions.append(
                         (strategy, function("Strategy", "sharesToUnderlyingView"), (shares,))
                     )

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
-ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
+
+def block_time(timestamp: int) -> datetime:
+    """A block's timestamp (Unix seconds) as an aware UTC datetime."""
+    return datetime.fromtimestamp(timestamp, tz=UTC)
 
 
 @dataclass(frozen=True)
@@ -12,6 +16,10 @@ class Block:
     number: int
     hash: str
     timestamp: int
+
+    @property
+    def time(self) -> datetime:
+        return block_time(self.timestamp)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The one error contract: every failure answers `{"error": {"code", "message", "doc_url"}}`.
 
-DRF exceptions go through `exception_handler`; Django's own 404/500 pages (paths no view
+The project's own errors (`latsite.errors`, raised below the API) and DRF's exceptions go
+through `exception_handler`; Django's own 404/500 pages (paths no view
 matched, crashes outside DRF) go through `handler404`/`handler500`, wired in latsite/urls.py.
 """
 
@@ -18,6 +19,8 @@ from django.core.exceptions import (
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
+
+from latsite import errors
 
 logger = logging.getLogger(__name__)
 
@@ -84,32 +87,6 @@ def error_body(code: str, message: str) -> dict:
     return {"error": {"code": code, "message": message, "doc_url": doc_url(code)}}
 
 
-class UnprocessableEntity(exceptions.APIException):
-    status_code = 422
-    default_code = "unprocessable_entity"
-    default_detail = "The request has an invalid value."
-
-
-class BadRequest(exceptions.APIException):
-    status_code = 400
-    default_code = "bad_request"
-    default_detail = "The request is malformed."
-
-
-class NotFound(exceptions.APIException):
-    status_code = 404
-    default_code = "not_found"
-    default_detail = "Not found."
-
-
-class ServiceError(exceptions.APIException):
-    """A failure whose cause the caller should know of (a node unreachable), still a 500."""
-
-    status_code = 500
-    default_code = "internal_server_error"
-    default_detail = "The request could not be completed."
-
-
 def suspicious_message(exc: SuspiciousOperation) -> str:
     """What was wrong with a request Django refused as suspicious, without echoing it."""
     if isinstance(exc, TooManyFieldsSent):
@@ -151,9 +128,14 @@ def exception_handler(exc, context) -> Response:
     elif isinstance(exc, PermissionDenied):
         exc = exceptions.PermissionDenied()
     elif isinstance(exc, SuspiciousOperation):  # too many query parameters, among others
-        exc = BadRequest(suspicious_message(exc))
+        exc = errors.MalformedRequest(suspicious_message(exc))
 
-    if isinstance(exc, exceptions.ValidationError):
+    if isinstance(exc, errors.ServiceError):
+        code, message = exc.code, exc.message
+        status_code = ERROR_CODES[code][0]
+        if isinstance(exc, errors.Busy):
+            headers["Retry-After"] = str(exc.retry_after)
+    elif isinstance(exc, exceptions.ValidationError):
         code, status_code = "unprocessable_entity", 422
         message = "; ".join(_flatten(exc.detail)) or "Invalid input."
     elif isinstance(exc, exceptions.ParseError):
@@ -183,7 +165,7 @@ def exception_handler(exc, context) -> Response:
             if not isinstance(exc.detail, dict | list)
             else "; ".join(_flatten(exc.detail))
         )
-        if status_code >= 500 and not isinstance(exc, ServiceError):
+        if status_code >= 500:
             logger.error("API error %s", exc, exc_info=exc)
             message = ERROR_CODES["internal_server_error"][1] + "."
     else:

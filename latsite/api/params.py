@@ -8,24 +8,16 @@ from datetime import UTC, date, datetime, time
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
-from eth_utils import to_checksum_address
 
-from latsite.api.errors import UnprocessableEntity
+from latsite.addresses import ADDRESS_PATTERN, address_error, checksum, is_address
+from latsite.errors import InvalidInput
 
-ADDRESS_PATTERN = r"^0x[a-fA-F0-9]{40}$"
-# fullmatch, not match: `$` would let a trailing newline through.
-_ADDRESS_RE = re.compile(r"0x[a-fA-F0-9]{40}")
 _INT_RE = re.compile(r"[0-9]+")
 
 
-def checksum(address: str) -> str:
-    """EIP-55 form of a well-formed address (any letter case in)."""
-    return to_checksum_address(address)
-
-
 def parse_address(value: str | None, *, field: str) -> str:
-    if value is None or not isinstance(value, str) or not _ADDRESS_RE.fullmatch(value):
-        raise UnprocessableEntity(f"{field} must be an address matching {ADDRESS_PATTERN}.")
+    if not is_address(value):
+        raise InvalidInput(address_error(field))
     return checksum(value)
 
 
@@ -37,7 +29,7 @@ def parse_toggle(params, name: str) -> bool:
         return True
     if value == "false":
         return False
-    raise UnprocessableEntity(f"{name} must be 'true' or 'false'.")
+    raise InvalidInput(f"{name} must be 'true' or 'false'.")
 
 
 def parse_int(params, name: str, *, default: int, minimum: int, maximum: int | None) -> int:
@@ -46,11 +38,11 @@ def parse_int(params, name: str, *, default: int, minimum: int, maximum: int | N
         return default
     if not _INT_RE.fullmatch(raw) or len(raw.lstrip("0")) > 18:
         bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
-        raise UnprocessableEntity(f"{name} must be an integer {bound}.")
+        raise InvalidInput(f"{name} must be an integer {bound}.")
     value = int(raw)
     if value < minimum or (maximum is not None and value > maximum):
         bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
-        raise UnprocessableEntity(f"{name} must be an integer {bound}.")
+        raise InvalidInput(f"{name} must be an integer {bound}.")
     return value
 
 
@@ -60,7 +52,7 @@ def parse_choice(params, name: str, *, choices: tuple[str, ...], default: str) -
         return default
     if value not in choices:
         allowed = ", ".join(f"'{c}'" for c in choices)
-        raise UnprocessableEntity(f"{name} must be one of {allowed}.")
+        raise InvalidInput(f"{name} must be one of {allowed}.")
     return value
 
 
@@ -80,11 +72,11 @@ def parse_instant(params, name: str, *, end_of_day: bool = False) -> datetime | 
     try:
         parsed = _iso_instant(raw, end_of_day=end_of_day)
     except OverflowError:  # a zone offset carries the value past year 1 or 9999
-        raise UnprocessableEntity(f"{name} must fall {INSTANT_RANGE_TEXT}.") from None
+        raise InvalidInput(f"{name} must fall {INSTANT_RANGE_TEXT}.") from None
     if parsed is None:
-        raise UnprocessableEntity(f"{name} must be an ISO 8601 date or date-time.")
+        raise InvalidInput(f"{name} must be an ISO 8601 date or date-time.")
     if not EARLIEST_INSTANT <= parsed < LATEST_INSTANT:
-        raise UnprocessableEntity(f"{name} must fall {INSTANT_RANGE_TEXT}.")
+        raise InvalidInput(f"{name} must fall {INSTANT_RANGE_TEXT}.")
     return parsed
 
 

@@ -7,7 +7,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from lats.selectors import lat_get
-from latsite.api.errors import UnprocessableEntity
 from latsite.api.params import (
     INSTANT_RANGE_TEXT,
     address_path_parameter,
@@ -16,6 +15,7 @@ from latsite.api.params import (
     parse_instant,
 )
 from latsite.api.schema import INSTANT_SCHEMA, OPTIONAL_API_KEY, READ_ERRORS, error_responses
+from latsite.errors import InvalidInput
 from metrics import selectors
 from metrics.api.serializers import HistoricalListSerializer, HistoricalPointSerializer
 
@@ -84,10 +84,10 @@ class HistoricalView(APIView):
         )
         start = parse_instant(params, "startAt") or end - selectors.DEFAULT_WINDOW[frequency]
         if start > end:
-            raise UnprocessableEntity("startAt must not be after endAt.")
+            raise InvalidInput("startAt must not be after endAt.")
         limit = selectors.MAX_WINDOW[frequency]
         if end - start > limit:
-            raise UnprocessableEntity(
+            raise InvalidInput(
                 f"The window from startAt to endAt may span at most {limit.days} days "
                 f"for frequency {frequency}."
             )

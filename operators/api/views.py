@@ -4,8 +4,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from lats.models import ZERO_ADDRESS
 from lats.selectors import lat_get
+from latsite.addresses import ZERO_ADDRESS
 from latsite.api.params import (
     address_path_parameter,
     parse_address,

@@ -20,7 +20,7 @@ from eth_utils import keccak, to_checksum_address
 
 from deposits.api.restaking import DepositBodyParser
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
-from latsite.api.errors import BadRequest
+from latsite.errors import MalformedRequest
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db
@@ -410,7 +410,7 @@ def test_parser_counts_the_bytes_it_reads_not_only_the_declared_length(settings)
     settings.DEPOSIT_BODY_MAX_BYTES = 10
     parser = DepositBodyParser()
     stream = io.BytesIO(b'{"a": "' + b"x" * 100 + b'"}')
-    with pytest.raises(BadRequest):
+    with pytest.raises(MalformedRequest):
         parser.parse(stream, "application/json", {"request": _Request()})
     assert parser.parse(io.BytesIO(b'{"a": 1}'), "application/json", {"request": _Request()}) == {
         "a": 1
@@ -522,7 +522,7 @@ def test_nesting_guard_counts_levels_not_brackets_and_skips_strings(api, dataset
 def test_parser_refuses_deep_nesting_before_json_sees_it(settings):
     settings.DEPOSIT_BODY_MAX_BYTES = 10**6
     raw = b"[" * 200_000 + b"]" * 200_000  # would overflow the C stack inside json
-    with pytest.raises(BadRequest):
+    with pytest.raises(MalformedRequest):
         DepositBodyParser().parse(io.BytesIO(raw), "application/json", {"request": _Request()})
 
 

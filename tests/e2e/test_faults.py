@@ -25,7 +25,7 @@ from devchain.devnet import connect, deposit_many, make_deposits, write_manifest
 from lats.chain import gateway as gateway_module
 from lats.chain.errors import ChainUnavailable
 from lats.models import Lat, LatToken, SyncStatus
-from lats.services import lat_refresh_state
+from latsite.refresh import refresh_state
 from operators.models import NodeAsset, StakerNode
 
 pytestmark = [pytest.mark.django_db, pytest.mark.chain]
@@ -106,7 +106,7 @@ def test_node_killed_mid_refresh_leaves_the_database_as_it_was(imported, spare, 
 
     monkeypatch.setattr(gateway_module.Gateway, "read_nodes", read_nodes_after_killing_the_node)
     with pytest.raises(ChainUnavailable):
-        lat_refresh_state(lat=lat)
+        refresh_state(lat=lat)
     monkeypatch.setattr(gateway_module.Gateway, "read_nodes", real_read_nodes)
 
     assert data_tables() == before
@@ -116,7 +116,7 @@ def test_node_killed_mid_refresh_leaves_the_database_as_it_was(imported, spare, 
 
     spare.restart(after_deposit)
     lat.refresh_from_db()
-    lat_refresh_state(lat=lat)
+    refresh_state(lat=lat)
     lt = connect(spare.url).eth.contract(
         address=manifest["proxyAddress"], abi=imported.contract("LiquidToken", token).abi
     )
@@ -237,7 +237,7 @@ def test_bad_node_fails_cleanly_and_the_next_run_recovers(imported, spare, setti
     try:
         settings.RPC_URL = url
         with pytest.raises(ChainUnavailable):
-            lat_refresh_state(lat=lat)
+            refresh_state(lat=lat)
         with pytest.raises(ChainUnavailable):
             deposit_index(lat=lat)
     finally:
@@ -250,7 +250,7 @@ def test_bad_node_fails_cleanly_and_the_next_run_recovers(imported, spare, setti
 
     settings.RPC_URL = spare.url
     settings.RPC_TIMEOUT = 10
-    lat_refresh_state(lat=lat)
+    refresh_state(lat=lat)
     assert deposit_index(lat=lat).new == 1
     assert SyncStatus.objects.get(lat=lat, job="deposits").last_error == ""
 

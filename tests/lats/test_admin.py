@@ -23,8 +23,8 @@ from deposits.admin import DepositAdmin
 from deposits.models import Deposit, DepositCheckpoint
 from deposits.services import deposit_record_events
 from devchain.devnet import write_manifests
+from lats.avs_metadata import avs_apply_metadata
 from lats.models import Avs, FeeStructure, Lat, PriceFeed, SyncStatus, Token
-from lats.services import avs_apply_metadata
 from latsite.celery import app as celery_app
 from metrics.models import MetricSnapshot, RewardSubmission
 from operators.models import Operator, StakerNode

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lats.models import BEACON_CHAIN_ETH
+from lats.values import BEACON_CHAIN_ETH
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

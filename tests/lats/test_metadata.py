@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from lats.avs_metadata import avs_apply_metadata
 from lats.metadata import MetadataUnavailable, metadata_fetch
-from lats.services import avs_apply_metadata
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

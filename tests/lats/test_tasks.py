@@ -24,7 +24,6 @@ from devchain.devnet import DEMO_LATS, write_manifests
 from lats.chain.errors import ChainUnavailable
 from lats.models import Avs, Lat, SyncStatus
 from lats.tasks import (
-    LAT_TASK_OPTIONS,
     METADATA_JOB,
     STATE_JOB,
     refresh_all_avs_metadata,
@@ -33,6 +32,7 @@ from lats.tasks import (
     refresh_lat_state,
 )
 from latsite.celery import app as celery_app
+from latsite.jobs import LAT_TASK_OPTIONS
 from latsite.locks import _cache_lock, advisory_lock, lock_key
 from latsite.schedules import DEFAULT_SCHEDULES, ensure_default_schedules
 from metrics.models import MetricSnapshot
@@ -432,12 +432,12 @@ def test_soft_time_limit_is_recorded_on_the_sync_status(dataset, monkeypatch):
     be made to strike at a chosen point of a real run, so the service raises it here.)"""
     from celery.exceptions import SoftTimeLimitExceeded
 
-    import lats.tasks
+    import latsite.refresh
 
     def too_slow(*, lat):
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setattr(lats.tasks, "lat_refresh_state", too_slow)
+    monkeypatch.setattr(latsite.refresh, "refresh_state", too_slow)
     with pytest.raises(SoftTimeLimitExceeded):
         refresh_lat_state.run(dataset.eth_lat.id)
     status = SyncStatus.objects.get(lat=dataset.eth_lat, job="state")

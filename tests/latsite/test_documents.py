@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django_redis import get_redis_connection
 
-from lats.services import avs_apply_metadata
+from lats.avs_metadata import avs_apply_metadata
 from latsite.api.documents import _keys
 from metrics.services import snapshot_record
 from tests import factories as f

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from lats.chain.gateway import gateway_for
-from lats.services import (
+from lats.manifests import (
     ManifestError,
     lat_import_manifests,
     manifest_check_chain,

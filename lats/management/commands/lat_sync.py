@@ -1,8 +1,9 @@
-"""python manage.py lat_sync [--lat ADDRESS] : every refresh once, in-process.
+"""python manage.py lat_sync [--lat ADDRESS] : every refresh step once, in-process.
 
-Each LAT's failures are recorded on its sync status by the services, as in the Celery jobs. A
-node error (unreachable, another chain, a reorg too deep) or a lagging node is reported per LAT
-and the next LAT is synced; the command then exits with an error. Anything else propagates.
+The steps are the refresh pipeline's (latsite/refresh.py). Each LAT's failures are recorded on
+its sync status by the services, as in the Celery jobs. A node error (unreachable, another
+chain, a reorg too deep) or a lagging node is reported per LAT and the next LAT is synced; the
+command then exits with an error. Anything else propagates.
 """
 
 from __future__ import annotations
@@ -10,28 +11,24 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from deposits.services import deposit_index
 from lats.chain.errors import ChainError
 from lats.indexing import NodeLagging
 from lats.models import Lat
-from lats.services import MetadataUnavailable, avs_refresh_metadata, lat_refresh_state
-from latsite.api.params import ADDRESS_PATTERN, checksum
-from metrics.services import metrics_refresh
+from latsite.addresses import checksum, is_address
+from latsite.refresh import refresh_lat
 
 
 class Command(BaseCommand):
-    help = "Run every refresh (state, AVS metadata, deposits, metrics) once for each LAT."
+    help = "Run every refresh step (state, deposits, metrics, AVS metadata) once for each LAT."
 
     def add_arguments(self, parser):
         parser.add_argument("--lat", help="proxy address of one LAT (default: every LAT)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args, **options):
-        import re
-
         lats = Lat.objects.select_related("avs").order_by("chain_id", "proxy_address")
         if options["lat"]:
-            if not re.match(ADDRESS_PATTERN, options["lat"]):
+            if not is_address(options["lat"]):
                 raise CommandError("--lat must be an address (0x + 40 hex digits)")
             lats = lats.filter(proxy_address=checksum(options["lat"]))
             if not lats:
@@ -39,13 +36,7 @@ class Command(BaseCommand):
         failures = 0
         for lat in lats:
             try:
-                state = lat_refresh_state(lat=lat)
-                try:
-                    avs_refresh_metadata(lat=lat)
-                except MetadataUnavailable as exc:
-                    self.stderr.write(f"{lat.symbol}: AVS metadata not refreshed: {exc}")
-                deposits = self._index(lat, quiet=options["no_progress"])
-                metrics_refresh(lat=lat)
+                done = self._refresh(lat, quiet=options["no_progress"])
             except NodeLagging as exc:
                 failures += 1
                 self.stderr.write(f"{lat.symbol} {lat.proxy_address}: sync skipped: {exc}")
@@ -56,6 +47,11 @@ class Command(BaseCommand):
                     f"{lat.symbol} {lat.proxy_address}: sync failed: {type(exc).__name__}: {exc}"
                 )
                 continue
+            if done.metadata_error:
+                self.stderr.write(
+                    f"{lat.symbol}: AVS metadata not refreshed: {done.metadata_error}"
+                )
+            state, deposits = done.state, done.deposits
             self.stdout.write(
                 f"{lat.symbol} {lat.proxy_address}: state at block {state.block} "
                 f"({state.changed} rows changed), deposits to block {deposits.to_block} "
@@ -64,7 +60,7 @@ class Command(BaseCommand):
         if failures:
             raise CommandError(f"{failures} LAT(s) failed to sync; see above")
 
-    def _index(self, lat, *, quiet: bool):
+    def _refresh(self, lat, *, quiet: bool):
         bar = None
 
         def progress(done: int, total: int) -> None:
@@ -76,7 +72,7 @@ class Command(BaseCommand):
             bar.update(done - bar.n)
 
         try:
-            return deposit_index(lat=lat, progress=progress)
+            return refresh_lat(lat=lat, progress=progress)
         finally:
             if bar is not None:
                 bar.close()

@@ -1,0 +1,122 @@
+"""The refresh of an AVS's curated metadata from its latest metadata document on the chain.
+
+The document is named by the AVS directory's latest `AVSMetadataURIUpdated` event; a field
+staff edited (`Avs.staff_edited_fields`, see lats/curation.py) is never overwritten.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from lats.chain.gateway import Gateway, gateway_for, scan_ranges
+from lats.chain.results import Block
+from lats.indexing import check_chain, check_not_behind
+from lats.metadata import metadata_fetch
+from lats.models import Avs, Lat, SyncStatus
+from lats.sync_status import sync_status_recording, sync_status_success
+from latsite.db import model_update
+
+METADATA_FIELDS = {
+    "name": "metadata_name",
+    "description": "metadata_description",
+    "website": "metadata_website",
+    "logo": "metadata_logo",
+    "twitter": "metadata_social",
+    "discord": "metadata_community_chat",
+    "telegram": "metadata_messaging",
+    "github": "metadata_code",
+}
+
+
+_URL_FIELDS = {f for f in METADATA_FIELDS.values() if f != "metadata_name"} - {
+    "metadata_description"
+}
+
+
+def _document_value(field: str, value: Any) -> str | None:
+    """A document's value as the field stores it: text trimmed to the column; links only
+    http(s) (a `javascript:` logo is not served)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    value = value.strip()
+    if field in _URL_FIELDS:
+        scheme = urllib.parse.urlsplit(value).scheme.lower()
+        max_length = Avs._meta.get_field(field).max_length
+        if scheme not in {"http", "https"} or len(value) > max_length:
+            return None
+        return value
+    return value[: Avs._meta.get_field(field).max_length or None]
+
+
+@transaction.atomic
+def avs_apply_metadata(*, avs: Avs, uri: str, document: dict[str, Any], block: int) -> list[str]:
+    """Seed curated fields from the document, leaving what staff edited alone. A member the
+    document no longer has is cleared (unless staff edited it)."""
+    locked = Avs.objects.select_for_update().get(pk=avs.pk)  # against a concurrent staff edit
+    values: dict[str, Any] = {"metadata_uri": uri, "metadata_updated_block": block}
+    for key, field in METADATA_FIELDS.items():
+        if field not in locked.staff_edited_fields:
+            values[field] = _document_value(field, document.get(key))
+    changed = model_update(locked, values)
+    for field in changed:
+        setattr(avs, field, getattr(locked, field))
+    return changed
+
+
+def avs_refresh_metadata(*, lat: Lat, gateway: Gateway | None = None) -> bool:
+    """Seed the LAT's AVS metadata from its latest AVSMetadataURIUpdated event (read in ranges
+    of at most LOG_BLOCK_RANGE blocks). A node on another chain fails the refresh, one whose
+    head is below the stored event's block skips it; any failure is recorded."""
+    if not lat.avs_directory:
+        return False
+    avs = lat.avs
+    with sync_status_recording(lat=lat, job=SyncStatus.Job.METADATA):
+        gateway = gateway or gateway_for(lat.chain_id)
+        check_chain(lat=lat, gateway=gateway)
+        head = gateway.head()
+        check_not_behind(head, avs.metadata_updated_block, "the block of the stored metadata")
+        latest = _latest_metadata_event(lat, gateway, head)
+        changed: list[str] = []
+        if latest is not None and (
+            latest.values[1] != avs.metadata_uri
+            or avs.metadata_updated_block != latest.block_number
+        ):
+            uri = latest.values[1]
+            document = metadata_fetch(uri)
+            changed = avs_apply_metadata(
+                avs=avs, uri=uri, document=document, block=latest.block_number
+            )
+    sync_status_success(lat=lat, job=SyncStatus.Job.METADATA, block=head.number)
+    return bool(changed)
+
+
+def _latest_metadata_event(lat: Lat, gateway: Gateway, head: Block):
+    avs = lat.avs
+    topic = "0x" + "0" * 24 + avs.address[2:].lower()
+
+    def fetch(first: int, last: int):
+        return gateway.event_logs(
+            contract="AVSDirectory",
+            name="AVSMetadataURIUpdated",
+            address=lat.avs_directory,
+            topics=[topic],
+            from_block=first,
+            to_block=last,
+        )
+
+    latest = None
+    start = avs.metadata_updated_block or lat.deployment_block
+    for _, _, logs in scan_ranges(
+        fetch, start=start, end=head.number, max_range=settings.LOG_BLOCK_RANGE
+    ):
+        for log in logs:
+            if latest is None or (log.block_number, log.log_index) > (
+                latest.block_number,
+                latest.log_index,
+            ):
+                latest = log
+    return latest

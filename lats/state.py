@@ -1,0 +1,119 @@
+"""The refresh of a LAT's own state: its totals, tokens and prices, read at one block.
+
+The state job (`latsite/refresh.py`) reads this and the LAT's staker nodes
+(`operators/services.py`) at the same block, then stores both in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from lats.chain.gateway import Gateway
+from lats.chain.results import Block, LatState
+from lats.indexing import check_chain, check_not_behind
+from lats.models import Lat, LatToken, PriceFeed, Token
+from lats.values import WAD, is_beacon_chain_eth
+from latsite.db import model_update
+
+
+@dataclass(frozen=True)
+class RefreshSummary:
+    lat: str
+    block: int
+    changed: int  # rows written
+
+
+@dataclass(frozen=True)
+class LatReading:
+    block: Block
+    state: LatState
+
+
+def lat_read_state(*, lat: Lat, gateway: Gateway) -> LatReading:
+    """The LAT and its tokens at the node's head. A node on another chain fails the read
+    (ChainMismatch), one whose head is below the block of the stored state skips it
+    (NodeLagging)."""
+    check_chain(lat=lat, gateway=gateway)
+    block = gateway.head()
+    check_not_behind(block, lat.state_block, "the block of the stored state")
+    proxies = lat.contract_deployments.get("proxy", {})
+    state = gateway.read_lat(
+        proxy=lat.proxy_address,
+        manager=proxies["liquidTokenManager"],
+        coordinator=proxies["stakerNodeCoordinator"],
+        block=block,
+    )
+    return LatReading(block=block, state=state)
+
+
+def lat_store_state(*, lat: Lat, reading: LatReading, gateway: Gateway) -> int:
+    """Store what changed of the LAT and its tokens (and the unit's price, read from its feed
+    at the same block); returns how many rows changed. Call inside a transaction."""
+    unit_price = _unit_eth_price(lat, gateway, reading.block)
+    return _store_lat(lat, reading.state, unit_price)
+
+
+def lat_state_stored(*, lat: Lat, block: Block, changed: int) -> None:
+    """Move the LAT's state block once something changed (or on its first refresh)."""
+    if changed or lat.state_block is None:
+        lat.state_block = block.number
+        lat.save(update_fields=["state_block"])
+
+
+def _unit_eth_price(lat: Lat, gateway: Gateway, block: Block) -> int:
+    if is_beacon_chain_eth(lat.base_asset):
+        return WAD
+    feed = PriceFeed.objects.filter(chain_id=lat.chain_id, token_address=lat.base_asset).first()
+    if feed is None:
+        return int(lat.unit_eth_price)
+    answer, decimals = gateway.price_feed(feed=feed.feed_address, block=block)
+    feed.updated_at = timezone.now()
+    model_update(feed, {"answer": answer, "decimals": decimals}, also=("updated_at",))
+    return answer * WAD // 10**decimals
+
+
+def _store_lat(lat: Lat, state: LatState, unit_price: int) -> int:
+    values = {
+        "name": state.name,
+        "symbol": state.symbol,
+        "total_assets": state.total_assets,
+        "total_supply": state.total_supply,
+        "paused": state.paused,
+        "max_nodes": state.max_nodes,
+        "unit_eth_price": unit_price,
+    }
+    base = next((t for t in state.tokens if t.address == lat.base_asset), None)
+    if base is not None:
+        values["base_asset_symbol"] = base.symbol
+    changed = int(bool(model_update(lat, values)))
+    links = {link.token.address: link for link in lat.lat_tokens.select_related("token")}
+    for t in state.tokens:
+        token, created = Token.objects.get_or_create(
+            chain_id=lat.chain_id,
+            address=t.address,
+            defaults={"symbol": t.symbol, "name": t.name, "decimals": t.decimals},
+        )
+        if created or model_update(
+            token, {"symbol": t.symbol, "name": t.name, "decimals": t.decimals}
+        ):
+            changed += 1
+        values = {
+            "strategy_address": t.strategy,
+            "volatility_threshold": t.volatility_threshold,
+            "price_per_unit": t.price_per_unit,
+            "decimals": t.decimals,
+            "balance": t.balance,
+            "queued_balance": t.queued_balance,
+        }
+        link = links.pop(t.address, None)
+        if link is None:
+            LatToken.objects.create(lat=lat, token=token, **values)
+            changed += 1
+        elif model_update(link, values):
+            changed += 1
+    if links:  # tokens the LAT no longer supports
+        LatToken.objects.filter(id__in=[link.id for link in links.values()]).delete()
+        changed += len(links)
+    return changed

@@ -1,0 +1,67 @@
+"""Values of the LAT registry, each defined once: the 1e18 scale, beacon-chain ETH, the
+exchange rate (and the contracts' own integer rounding of it) and token amounts in ETH."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Protocol
+
+WAD = 10**18
+WAD_DECIMAL = Decimal(WAD)
+# EigenLayer's beacon-chain ETH strategy; as a LAT's base asset, its unit of account is ETH.
+BEACON_CHAIN_ETH = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
+
+
+class Supply(Protocol):
+    total_assets: Decimal | int
+    total_supply: Decimal | int
+
+
+class Priced(Protocol):
+    price_per_unit: Decimal | int
+    decimals: int
+
+
+class Valued(Supply, Protocol):
+    base_asset: str
+    unit_eth_price: Decimal | int
+
+
+def is_beacon_chain_eth(address: str) -> bool:
+    return address.lower() == BEACON_CHAIN_ETH.lower()
+
+
+def exchange_rate(total_assets: Decimal | int, total_supply: Decimal | int) -> Decimal:
+    """Unit of account per whole LAT, 1e18-scaled (1:1 while the supply is zero)."""
+    if not total_supply:
+        return WAD_DECIMAL
+    return Decimal(total_assets) * WAD_DECIMAL / Decimal(total_supply)
+
+
+def amount_for_one_lat(lat: Supply, token: Priced) -> Decimal:
+    """calculateAmount(token, 1e18) in whole tokens, with the contract's integer rounding."""
+    supply, assets = int(lat.total_supply), int(lat.total_assets)
+    value = WAD if supply == 0 else WAD * assets // supply
+    raw = value * 10**token.decimals // int(token.price_per_unit)
+    return Decimal(raw) / Decimal(10) ** token.decimals
+
+
+def shares_for_one_token(lat: Supply, token: Priced) -> Decimal:
+    """calculateShares(token, one whole token) in whole LATs, with the contract's rounding."""
+    supply, assets = int(lat.total_supply), int(lat.total_assets)
+    value = 10**token.decimals * int(token.price_per_unit) // 10**token.decimals
+    raw = value if supply == 0 or assets == 0 else value * supply // assets
+    return Decimal(raw) / WAD_DECIMAL
+
+
+def unit_eth_price(lat: Valued) -> Decimal:
+    """ETH value of one unit of account, 1e18-scaled."""
+    if is_beacon_chain_eth(lat.base_asset):
+        return WAD_DECIMAL
+    return Decimal(lat.unit_eth_price)
+
+
+def to_eth(lat: Valued, token: Priced, amount: Decimal) -> Decimal:
+    """Token units -> ETH (whole), through pricePerUnit and the unit's ETH price."""
+    in_unit = amount * Decimal(token.price_per_unit) / (Decimal(10) ** token.decimals) / WAD_DECIMAL
+    return in_unit * unit_eth_price(lat) / WAD_DECIMAL

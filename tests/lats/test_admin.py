@@ -29,7 +29,7 @@ from latsite.celery import app as celery_app
 from metrics.models import MetricSnapshot, RewardSubmission
 from operators.models import Operator, StakerNode
 from tests import factories as f
-from tests.deposits.test_api import event
+from tests.factories import event
 
 pytestmark = pytest.mark.django_db
 

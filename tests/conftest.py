@@ -12,6 +12,9 @@ from web3.contract import Contract
 from devchain.anvil import AnvilNode, start_anvil
 from devchain.devnet import connect, contract, deploy_devnet
 
+# Shared helper modules that assert: their failures are reported like a test module's.
+pytest.register_assert_rewrite("tests.served")
+
 
 @pytest.fixture(autouse=True)
 def _fresh_documents() -> None:

@@ -38,6 +38,7 @@ from latsite.schedules import DEFAULT_SCHEDULES, ensure_default_schedules
 from metrics.models import MetricSnapshot
 from metrics.tasks import SNAPSHOT_JOB, record_all_snapshots, record_snapshot
 from tests import factories as f
+from tests.chainreads import chain_deposit_count
 
 pytestmark = pytest.mark.django_db
 
@@ -118,14 +119,6 @@ def retries():
     signals.task_retry.connect(on_retry, weak=False)
     yield seen
     signals.task_retry.disconnect(on_retry)
-
-
-def chain_deposit_count(chain, manifest) -> int:
-    lt = chain.contract("LiquidToken", manifest["proxyAddress"])
-    return sum(
-        len(event.get_logs(from_block=manifest["deploymentBlock"]))
-        for event in (lt.events.AssetDeposited, lt.events.Deposit)
-    )
 
 
 # --- the lock ---------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ curation survives the metadata refresh, and list pages cost the same whatever th
 from __future__ import annotations
 
 import datetime as dt
-import socket
 from decimal import Decimal
 
 import pytest
@@ -30,6 +29,7 @@ from metrics.models import MetricSnapshot, RewardSubmission
 from operators.models import Operator, StakerNode
 from tests import factories as f
 from tests.factories import event
+from tests.ports import closed_port_url
 
 pytestmark = pytest.mark.django_db
 
@@ -78,13 +78,6 @@ def eager():
     celery_app.conf.task_always_eager = True
     yield
     celery_app.conf.task_always_eager = before
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 def form_data(response) -> dict[str, object]:

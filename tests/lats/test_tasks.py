@@ -6,7 +6,6 @@ runs them in a real worker under a real beat.
 
 from __future__ import annotations
 
-import socket
 import threading
 from datetime import timedelta
 
@@ -39,6 +38,7 @@ from metrics.models import MetricSnapshot
 from metrics.tasks import SNAPSHOT_JOB, record_all_snapshots, record_snapshot
 from tests import factories as f
 from tests.chainreads import chain_deposit_count
+from tests.ports import closed_port_url
 
 pytestmark = pytest.mark.django_db
 
@@ -82,13 +82,6 @@ def acquired_elsewhere(name: str, *ids: object) -> bool:
     """Whether another connection (another thread's) gets the lock right now."""
     with Holder(name, *ids) as holder:
         return bool(holder.acquired)
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"  # nothing listens there once the socket is closed
 
 
 @pytest.fixture

@@ -248,6 +248,18 @@ def chain(devnet_kind: Devnet) -> Iterator[Chain]:
 
 
 @pytest.fixture
+def imported(chain: Chain, settings, tmp_path) -> Chain:
+    """The devnet's LATs registered in the database (lat_import), nothing refreshed yet."""
+    from django.core.management import call_command
+
+    from devchain.devnet import write_manifests
+
+    settings.RPC_URL = chain.url
+    call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))
+    return chain
+
+
+@pytest.fixture
 def synced(chain: Chain, settings, tmp_path) -> Chain:
     """The devnet's LATs imported and synced straight from anvil."""
     from django.core.management import call_command
@@ -258,3 +270,17 @@ def synced(chain: Chain, settings, tmp_path) -> Chain:
     call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))
     call_command("lat_sync", "--no-progress")
     return chain
+
+
+# --- Celery -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def eager() -> Iterator[None]:
+    """Publishing runs the task in-process (for the fan-out tasks), not through the broker."""
+    from latsite.celery import app as celery_app
+
+    before = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = before

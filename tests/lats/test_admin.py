@@ -11,7 +11,6 @@ from axes.models import AccessAttempt
 from django import forms
 from django.contrib import admin
 from django.contrib.auth.models import Permission, User
-from django.core.management import call_command
 from django.db import connection
 from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
@@ -21,10 +20,8 @@ from django_celery_beat.models import PeriodicTask
 from deposits.admin import DepositAdmin
 from deposits.models import Deposit, DepositCheckpoint
 from deposits.services import deposit_record_events
-from devchain.devnet import write_manifests
 from lats.models import Avs, FeeStructure, Lat, PriceFeed, SyncStatus, Token
 from lats.services import avs_apply_metadata
-from latsite.celery import app as celery_app
 from metrics.models import MetricSnapshot, RewardSubmission
 from operators.models import Operator, StakerNode
 from tests import factories as f
@@ -70,14 +67,6 @@ def world(dataset):
         strategies=[A(0x5001)],
     )
     return dataset
-
-
-@pytest.fixture
-def eager():
-    before = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = before
 
 
 def form_data(response) -> dict[str, object]:
@@ -197,13 +186,6 @@ def test_lat_list_shows_effective_group_and_sync_status(admin_client, world):
     assert "failing (3x since last success)" in body
     assert "ok " in body
     assert "block 120" in body
-
-
-@pytest.fixture
-def imported(chain, settings, tmp_path):
-    settings.RPC_URL = chain.url
-    call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))
-    return chain
 
 
 @pytest.mark.chain

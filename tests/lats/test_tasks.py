@@ -19,7 +19,7 @@ from django_celery_beat.schedulers import DatabaseScheduler
 
 from deposits.models import Deposit
 from deposits.tasks import DEPOSITS_JOB, index_all_deposits, index_deposits
-from devchain.devnet import DEMO_LATS, write_manifests
+from devchain.devnet import DEMO_LATS
 from lats.chain.errors import ChainUnavailable
 from lats.models import Avs, Lat, SyncStatus
 from lats.tasks import (
@@ -82,23 +82,6 @@ def acquired_elsewhere(name: str, *ids: object) -> bool:
     """Whether another connection (another thread's) gets the lock right now."""
     with Holder(name, *ids) as holder:
         return bool(holder.acquired)
-
-
-@pytest.fixture
-def imported(chain, settings, tmp_path):
-    """The devnet's LATs registered in the database (lat_import), nothing refreshed yet."""
-    settings.RPC_URL = chain.url
-    call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))
-    return chain
-
-
-@pytest.fixture
-def eager():
-    """Publishing runs the task in-process (for the fan-out tasks), not through the broker."""
-    before = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = before
 
 
 @pytest.fixture

@@ -29,15 +29,6 @@ WAD = 10**18
 ZERO = "0x0000000000000000000000000000000000000000"
 
 
-@pytest.fixture
-def synced(chain, settings, tmp_path, api):
-    settings.RPC_URL = chain.url
-    paths = write_manifests(chain.manifests, tmp_path)
-    call_command("lat_import", *map(str, paths))
-    call_command("lat_sync", "--no-progress")
-    return chain
-
-
 def c(chain, name: str, address: str):
     return chain.contract(name, address)
 

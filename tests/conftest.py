@@ -14,7 +14,7 @@ from devchain.anvil import AnvilNode, start_anvil
 from devchain.devnet import connect, contract, deploy_devnet
 
 # Shared helper modules that assert: their failures are reported like a test module's.
-pytest.register_assert_rewrite("tests.served")
+pytest.register_assert_rewrite("tests.lockholder", "tests.served")
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +12,9 @@ from web3.contract import Contract
 
 from devchain.anvil import AnvilNode, start_anvil
 from devchain.devnet import connect, contract, deploy_devnet
+
+# Shared helper modules that assert: their failures are reported like a test module's.
+pytest.register_assert_rewrite("tests.lockholder", "tests.served")
 
 
 @pytest.fixture(autouse=True)
@@ -245,6 +249,18 @@ def chain(devnet_kind: Devnet) -> Iterator[Chain]:
 
 
 @pytest.fixture
+def imported(chain: Chain, settings, tmp_path) -> Chain:
+    """The devnet's LATs registered in the database (lat_import), nothing refreshed yet."""
+    from django.core.management import call_command
+
+    from devchain.devnet import write_manifests
+
+    settings.RPC_URL = chain.url
+    call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))
+    return chain
+
+
+@pytest.fixture
 def synced(chain: Chain, settings, tmp_path) -> Chain:
     """The devnet's LATs imported and synced straight from anvil."""
     from django.core.management import call_command
@@ -255,3 +271,82 @@ def synced(chain: Chain, settings, tmp_path) -> Chain:
     call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))
     call_command("lat_sync", "--no-progress")
     return chain
+
+
+# --- Celery -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def eager() -> Iterator[None]:
+    """Publishing runs the task in-process (for the fan-out tasks), not through the broker."""
+    from latsite.celery import app as celery_app
+
+    before = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = before
+
+
+# --- the admin --------------------------------------------------------------------------------
+
+
+# The timestamps of world's rows.
+T0 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def world(dataset):
+    """The data set, plus one row of every model the admin shows that it lacks."""
+    from deposits.models import DepositCheckpoint
+    from deposits.services import deposit_record_events
+    from lats.models import PriceFeed, SyncStatus
+    from metrics.models import RewardSubmission
+    from tests import factories as f
+    from tests.factories import event
+
+    A = f.address
+    SyncStatus.objects.create(lat=dataset.eth_lat, job="state", last_success_at=T0, last_block=120)
+    SyncStatus.objects.create(
+        lat=dataset.eth_lat,
+        job="deposits",
+        last_error="ChainUnavailable: the node could not be reached",
+        last_error_at=T0,
+        consecutive_failures=3,
+    )
+    PriceFeed.objects.create(
+        chain_id=31337, token_address=dataset.nat.address, feed_address=A(0xF1), answer=10**16
+    )
+    deposit_record_events(lat=dataset.eth_lat, events=[event(10, 0), event(11, 1)])
+    DepositCheckpoint.objects.create(
+        lat=dataset.eth_lat, block_number=11, block_hash="0x" + "1" * 64
+    )
+    f.MetricSnapshotFactory(lat=dataset.eth_lat, timestamp=T0, total_assets=1, total_supply=1)
+    RewardSubmission.objects.create(
+        avs=dataset.avs,
+        chain_id=31337,
+        tx_hash="0x" + "2" * 64,
+        log_index=0,
+        block_number=9,
+        token=dataset.steth.address,
+        amount=10**18,
+        start_timestamp=0,
+        duration=86400,
+        strategies=[A(0x5001)],
+    )
+    return dataset
+
+
+@pytest.fixture
+def viewer(db):
+    """Staff who may view every model and change nothing."""
+    from django.contrib.auth.models import Permission, User
+
+    user = User.objects.create_user("viewer", password="viewer-password-1", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(codename__startswith="view_"))
+    return user
+
+
+@pytest.fixture
+def viewer_client(client, viewer):
+    client.force_login(viewer)
+    return client

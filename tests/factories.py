@@ -8,6 +8,7 @@ import factory
 from eth_utils import to_checksum_address
 
 from deposits.models import Deposit
+from deposits.services import DepositEvent
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
 from lats.values import BEACON_CHAIN_ETH
 from metrics.models import MetricSnapshot
@@ -125,3 +126,33 @@ class DepositFactory(factory.django.DjangoModelFactory):
 class MetricSnapshotFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = MetricSnapshot
+
+
+# --- deposit events, as the chain reader hands them to deposit_record_events -----------------
+
+T0 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+
+
+def event(
+    block: int,
+    log: int,
+    *,
+    sender: int = 0xE1,
+    receiver: int = 0xE2,
+    asset: int = 0x5E,
+    amount: int = 10**18,
+    shares: int = 10**18,
+) -> DepositEvent:
+    return DepositEvent(
+        tx_hash=f"0x{block:032x}{log:032x}",
+        log_index=log,
+        block_number=block,
+        block_hash=f"0x{block:064x}",
+        created_at=T0 + dt.timedelta(seconds=12 * block),
+        kind="AssetDeposited",
+        sender=address(sender),
+        receiver=address(receiver),
+        asset=address(asset),
+        amount=amount,
+        shares=shares,
+    )

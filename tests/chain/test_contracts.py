@@ -28,7 +28,7 @@ from devchain.devnet import (
 )
 
 if TYPE_CHECKING:
-    from tests.chain.conftest import Chain
+    from tests.conftest import Chain
 
 pytestmark = pytest.mark.chain
 

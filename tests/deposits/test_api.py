@@ -2,42 +2,15 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 
-from deposits.services import DepositEvent, deposit_record_events
+from deposits.services import deposit_record_events
 from tests import factories as f
+from tests.factories import event
 
 pytestmark = pytest.mark.django_db
 
 A = f.address
-T0 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
-
-
-def event(
-    block: int,
-    log: int,
-    *,
-    sender: int = 0xE1,
-    receiver: int = 0xE2,
-    asset: int = 0x5E,
-    amount: int = 10**18,
-    shares: int = 10**18,
-) -> DepositEvent:
-    return DepositEvent(
-        tx_hash=f"0x{block:032x}{log:032x}",
-        log_index=log,
-        block_number=block,
-        block_hash=f"0x{block:064x}",
-        created_at=T0 + dt.timedelta(seconds=12 * block),
-        kind="AssetDeposited",
-        sender=A(sender),
-        receiver=A(receiver),
-        asset=A(asset),
-        amount=amount,
-        shares=shares,
-    )
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import socket
 
 import pytest
 from django.db import connection
@@ -22,6 +21,7 @@ from deposits.api.restaking import DepositBodyParser
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
 from latsite.errors import MalformedRequest
 from tests import factories as f
+from tests.ports import closed_port_url
 
 pytestmark = pytest.mark.django_db
 
@@ -61,13 +61,6 @@ def post(api, path: str, payload, *, content_type: str = "application/json", **e
 def expected_calldata(assets: list[str], amounts: list[int], receiver: str) -> str:
     encoded = abi_encode(["address[]", "uint256[]", "address"], [assets, amounts, receiver])
     return "0x" + (SELECTOR + encoded).hex()
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 def assert_error(response, status: int, code: str, *fragments: str) -> dict:

@@ -4,7 +4,7 @@ import pytest
 
 from deposits.models import Deposit
 from deposits.services import deposit_record_events, deposit_remove_from_block
-from tests.deposits.test_api import event
+from tests.factories import event
 
 pytestmark = pytest.mark.django_db
 

@@ -28,6 +28,7 @@ from deposits.models import Deposit
 from devchain.devnet import write_manifests
 from lats.models import Lat, SyncStatus
 from latsite.schedules import DEFAULT_SCHEDULES, ensure_default_schedules
+from tests.chainreads import chain_deposit_count
 
 pytestmark = [pytest.mark.chain, pytest.mark.xdist_group("celery")]
 
@@ -139,14 +140,6 @@ def every(seconds: int) -> IntervalSchedule:
         every=seconds, period=IntervalSchedule.SECONDS
     )
     return interval
-
-
-def chain_deposit_count(chain, manifest) -> int:
-    lt = chain.contract("LiquidToken", manifest["proxyAddress"])
-    return sum(
-        len(event.get_logs(from_block=manifest["deploymentBlock"]))
-        for event in (lt.events.AssetDeposited, lt.events.Deposit)
-    )
 
 
 @pytest.mark.django_db(transaction=True)

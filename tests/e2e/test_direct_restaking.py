@@ -11,7 +11,6 @@ requests each endpoint makes: none to build, one batch to simulate.
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 import urllib.request
@@ -26,6 +25,7 @@ from web3.logs import DISCARD
 from devchain.devnet import DEPLOYER, write_manifests
 from lats.models import FeeStructure, Lat, LatToken
 from tests import factories as f
+from tests.ports import closed_port_url
 
 pytestmark = [pytest.mark.django_db(transaction=False), pytest.mark.chain]
 
@@ -103,13 +103,6 @@ def silent_node() -> Iterator[_Server]:
     server = _Server(lambda raw: None)
     yield server
     server.stop()
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 # --- the LAT in the service's database ----------------------------------------------------------

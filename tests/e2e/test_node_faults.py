@@ -25,7 +25,7 @@ from lats.tasks import refresh_avs_metadata, refresh_lat_state
 from metrics.models import MetricSnapshot, RewardsCheckpoint, RewardSubmission
 from metrics.tasks import record_snapshot
 from operators.models import NodeAsset, StakerNode
-from tests.e2e.test_reorg import chain_deposit_keys, chain_submissions, hexstr
+from tests.chainreads import chain_deposit_keys, chain_submissions, hexstr
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db, pytest.mark.chain]

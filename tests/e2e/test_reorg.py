@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
-from web3 import Web3
 
 from deposits.models import Deposit, DepositCheckpoint
 from deposits.tasks import index_deposits
@@ -19,7 +18,8 @@ from devchain.devnet import make_deposits, write_manifests
 from lats.models import Lat, SyncStatus
 from metrics.models import RewardsCheckpoint, RewardSubmission
 from metrics.tasks import record_snapshot
-from tests.e2e.test_sync import chain_deposits, served_deposits
+from tests.chainreads import chain_deposit_keys, chain_deposits, chain_submissions, hexstr
+from tests.served import served_deposits
 
 pytestmark = [pytest.mark.django_db, pytest.mark.chain]
 
@@ -40,10 +40,6 @@ def shallow(chain, settings, tmp_path):
     return chain
 
 
-def hexstr(value: Any) -> str:
-    return Web3.to_hex(value)
-
-
 def submit_rewards(chain, manifest: dict[str, Any], amount: int) -> str:
     """The LAT's AVS submits `amount` of the LAT's first token to its strategies."""
     avs = manifest["avsAddress"]
@@ -59,47 +55,6 @@ def submit_rewards(chain, manifest: dict[str, Any], amount: int) -> str:
     )
     assert receipt["status"] == 1
     return hexstr(receipt["transactionHash"])
-
-
-def chain_submissions(chain) -> set[tuple[str, int, int, str, int]]:
-    """(tx hash, log index, block, block hash, amount) of every AVS's submissions."""
-    out = set()
-    for manifest in chain.manifests:
-        rc = chain.contract("RewardsCoordinator", manifest["eigenlayer"]["rewardsCoordinator"])
-        for log in rc.events.AVSRewardsSubmissionCreated.get_logs(
-            from_block=manifest["deploymentBlock"],
-            argument_filters={"avs": manifest["avsAddress"]},
-        ):
-            submission = log["args"]["rewardsSubmission"]
-            amount = submission["amount"] if hasattr(submission, "keys") else submission[2]
-            out.add(
-                (
-                    hexstr(log["transactionHash"]),
-                    log["logIndex"],
-                    log["blockNumber"],
-                    hexstr(log["blockHash"]),
-                    amount,
-                )
-            )
-    return out
-
-
-def chain_deposit_keys(chain) -> list[tuple[int, int, str, str]]:
-    """(block, log index, tx hash, block hash) of every deposit, in listing order (oldest first)."""
-    out = []
-    for manifest in chain.manifests:
-        lt = chain.contract("LiquidToken", manifest["proxyAddress"])
-        for event in (lt.events.AssetDeposited, lt.events.Deposit):
-            for log in event.get_logs(from_block=manifest["deploymentBlock"]):
-                out.append(
-                    (
-                        log["blockNumber"],
-                        log["logIndex"],
-                        hexstr(log["transactionHash"]),
-                        hexstr(log["blockHash"]),
-                    )
-                )
-    return sorted(out)
 
 
 def assert_equals_the_chain(chain, api) -> None:

@@ -20,20 +20,13 @@ from web3 import Web3
 from deposits.models import Deposit, DepositCheckpoint
 from devchain.devnet import DEMO_LATS, deposit_many, make_deposits, write_manifests
 from lats.models import Lat, SyncStatus
+from tests.chainreads import chain_deposits
+from tests.served import served_deposits
 
 pytestmark = [pytest.mark.django_db(transaction=False), pytest.mark.chain]
 
 WAD = 10**18
 ZERO = "0x0000000000000000000000000000000000000000"
-
-
-@pytest.fixture
-def synced(chain, settings, tmp_path, api):
-    settings.RPC_URL = chain.url
-    paths = write_manifests(chain.manifests, tmp_path)
-    call_command("lat_import", *map(str, paths))
-    call_command("lat_sync", "--no-progress")
-    return chain
 
 
 def c(chain, name: str, address: str):
@@ -206,37 +199,6 @@ def test_exchange_rates_equal_calculate_amount_and_shares(synced, api):
     rates = api.get(f"/lat/exchange/{token}").json()["exchangeRates"]
     shares = view["lt"].functions.calculateShares(token, 10 ** view["infos"][token][0]).call()
     assert rates["latETH"] == pytest.approx(shares / WAD, rel=1e-9)
-
-
-def chain_deposits(chain) -> list[dict[str, Any]]:
-    """Every deposit event of every LAT, read with web3, newest first."""
-    out = []
-    for manifest in chain.manifests:
-        lt = c(chain, "LiquidToken", manifest["proxyAddress"])
-        for event in (lt.events.AssetDeposited, lt.events.Deposit):
-            for log in event.get_logs(from_block=manifest["deploymentBlock"]):
-                out.append(
-                    {
-                        "sender": log["args"]["sender"],
-                        "receiver": log["args"]["receiver"],
-                        "asset": log["args"]["asset"],
-                        "liquidTokenAddress": manifest["proxyAddress"],
-                        "amount": str(log["args"]["amount"]),
-                        "shares": str(log["args"]["shares"]),
-                        "createdAtBlock": log["blockNumber"],
-                        "_log": log["logIndex"],
-                    }
-                )
-    out.sort(key=lambda d: (d["createdAtBlock"], d["_log"]), reverse=True)
-    for row in out:
-        del row["_log"]
-    return out
-
-
-def served_deposits(api) -> list[dict[str, Any]]:
-    body = api.get("/metrics/deposits?take=100").json()
-    assert body["meta"]["total"] == len(body["data"]) or len(body["data"]) == 100
-    return [{k: v for k, v in row.items() if k != "createdAt"} for row in body["data"]]
 
 
 def test_deposits_equal_the_events(synced, api):

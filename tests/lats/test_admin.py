@@ -1,171 +1,24 @@
-"""Django admin for staff and ops: every page answers, edits land where they should, staff
-curation survives the metadata refresh, and list pages cost the same whatever the row count."""
+"""The admins of lats (lats/admin.py): LATs, AVS curation, tokens and price feeds. Edits land
+where they should, staff curation survives the metadata refresh, and view-only staff run no
+action."""
 
 from __future__ import annotations
 
-import datetime as dt
-import socket
 from decimal import Decimal
 
 import pytest
-from axes.models import AccessAttempt
-from django import forms
-from django.contrib import admin
-from django.contrib.auth.models import Permission, User
-from django.core.management import call_command
-from django.db import connection
-from django.test import RequestFactory
-from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
-from django_celery_beat.models import PeriodicTask
 
-from deposits.admin import DepositAdmin
-from deposits.models import Deposit, DepositCheckpoint
-from deposits.services import deposit_record_events
-from devchain.devnet import write_manifests
 from lats.avs_metadata import avs_apply_metadata
 from lats.models import Avs, FeeStructure, Lat, PriceFeed, SyncStatus, Token
-from latsite.celery import app as celery_app
-from metrics.models import MetricSnapshot, RewardSubmission
-from operators.models import Operator, StakerNode
+from metrics.models import MetricSnapshot
 from tests import factories as f
-from tests.deposits.test_api import event
+from tests.adminpages import change_url, changelist_url, form_data
+from tests.ports import closed_port_url
 
 pytestmark = pytest.mark.django_db
 
 A = f.address
-T0 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
-OUR_APPS = {"lats", "operators", "deposits", "metrics"}
-
-
-@pytest.fixture
-def world(dataset):
-    """The data set, plus one row of every model the admin shows that it lacks."""
-    SyncStatus.objects.create(lat=dataset.eth_lat, job="state", last_success_at=T0, last_block=120)
-    SyncStatus.objects.create(
-        lat=dataset.eth_lat,
-        job="deposits",
-        last_error="ChainUnavailable: the node could not be reached",
-        last_error_at=T0,
-        consecutive_failures=3,
-    )
-    PriceFeed.objects.create(
-        chain_id=31337, token_address=dataset.nat.address, feed_address=A(0xF1), answer=10**16
-    )
-    deposit_record_events(lat=dataset.eth_lat, events=[event(10, 0), event(11, 1)])
-    DepositCheckpoint.objects.create(
-        lat=dataset.eth_lat, block_number=11, block_hash="0x" + "1" * 64
-    )
-    f.MetricSnapshotFactory(lat=dataset.eth_lat, timestamp=T0, total_assets=1, total_supply=1)
-    RewardSubmission.objects.create(
-        avs=dataset.avs,
-        chain_id=31337,
-        tx_hash="0x" + "2" * 64,
-        log_index=0,
-        block_number=9,
-        token=dataset.steth.address,
-        amount=10**18,
-        start_timestamp=0,
-        duration=86400,
-        strategies=[A(0x5001)],
-    )
-    return dataset
-
-
-@pytest.fixture
-def eager():
-    before = celery_app.conf.task_always_eager
-    celery_app.conf.task_always_eager = True
-    yield
-    celery_app.conf.task_always_eager = before
-
-
-def closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
-
-
-def form_data(response) -> dict[str, object]:
-    """What the browser would post back from a change page, untouched."""
-    data: dict[str, object] = {}
-
-    def add(form) -> None:
-        for name, field in form.fields.items():
-            bound = form[name]
-            value = bound.value()
-            if isinstance(field.widget, forms.CheckboxInput):
-                if value:
-                    data[bound.html_name] = "on"
-            elif isinstance(field, forms.MultipleChoiceField):
-                data[bound.html_name] = list(value or [])
-            elif value is not None:
-                data[bound.html_name] = value  # BoundField.value() is already prepared
-                if field.show_hidden_initial:  # callable defaults: the page posts it too
-                    data[bound.html_initial_name] = value
-
-    add(response.context["adminform"].form)
-    for inline in response.context["inline_admin_formsets"]:
-        formset = inline.formset
-        add(formset.management_form)
-        for form in formset.forms:
-            add(form)
-    return data
-
-
-def change_url(obj) -> str:
-    return reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
-
-
-def changelist_url(model) -> str:
-    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
-
-
-OUR_MODELS = sorted(
-    (m for m in admin.site._registry if m._meta.app_label in OUR_APPS),
-    key=lambda m: m._meta.label,
-)
-
-
-def test_every_model_of_ours_is_registered():
-    assert {m._meta.label for m in OUR_MODELS} == {
-        "lats.Lat",
-        "lats.Avs",
-        "lats.Token",
-        "lats.PriceFeed",
-        "lats.SyncStatus",
-        "operators.Operator",
-        "operators.StakerNode",
-        "deposits.Deposit",
-        "deposits.DepositCheckpoint",
-        "metrics.MetricSnapshot",
-        "metrics.RewardSubmission",
-    }
-
-
-@pytest.mark.parametrize("model", OUR_MODELS, ids=lambda m: m._meta.label)
-def test_changelist_and_change_page_answer(admin_client, world, model):
-    assert model.objects.exists()
-    assert admin_client.get(changelist_url(model)).status_code == 200
-    for obj in model.objects.all()[:3]:
-        assert admin_client.get(change_url(obj)).status_code == 200
-
-
-def test_schedules_admin_answers(admin_client):
-    task = PeriodicTask.objects.get(name="lat-state-refresh")
-    assert admin_client.get(changelist_url(PeriodicTask)).status_code == 200
-    assert admin_client.get(change_url(task)).status_code == 200
-
-
-def test_chain_rows_cannot_be_added_or_edited(admin_client, world):
-    for model in (Lat, Avs, Token, Operator):
-        add = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_add")
-        assert admin_client.get(add).status_code == 403
-    deposit = Deposit.objects.first()
-    response = admin_client.post(change_url(deposit), {"amount": "1"})
-    assert response.status_code == 403
-    assert Deposit.objects.get(pk=deposit.pk).amount == deposit.amount
 
 
 # --- LAT ----------------------------------------------------------------------------------------
@@ -204,13 +57,6 @@ def test_lat_list_shows_effective_group_and_sync_status(admin_client, world):
     assert "failing (3x since last success)" in body
     assert "ok " in body
     assert "block 120" in body
-
-
-@pytest.fixture
-def imported(chain, settings, tmp_path):
-    settings.RPC_URL = chain.url
-    call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))
-    return chain
 
 
 @pytest.mark.chain
@@ -319,7 +165,7 @@ def test_reset_action_releases_every_field_and_queues_the_refresh(
     assert status.consecutive_failures >= 1
 
 
-# --- tokens, price feeds, operators -----------------------------------------------------------
+# --- tokens, price feeds ------------------------------------------------------------------------
 
 
 def test_token_ref_id_and_base_apy_editable_symbol_not(admin_client, world):
@@ -373,214 +219,7 @@ def test_price_feed_can_be_added(admin_client, world):
     assert PriceFeed.objects.get(token_address=A(0x6D)).feed_address == A(0xF3)
 
 
-def test_operator_metadata_editable(admin_client, world):
-    operator = world.op2
-    url = change_url(operator)
-    data = form_data(admin_client.get(url))
-    data.update({"metadata_name": "Operator Two", "address": A(0x1)})
-    assert admin_client.post(url, data).status_code == 302
-    operator.refresh_from_db()
-    assert operator.metadata_name == "Operator Two"
-    assert operator.address == A(0x902)
-
-
-# --- deposits at scale ------------------------------------------------------------------------
-
-
-@pytest.fixture
-def thirty_deposits(dataset):
-    deposit_record_events(lat=dataset.eth_lat, events=[event(100 + i, 0) for i in range(20)])
-    deposit_record_events(lat=dataset.native_lat, events=[event(200 + i, 3) for i in range(10)])
-    return dataset
-
-
-def count_queries_over_deposits(captured) -> list[str]:
-    return [
-        q["sql"]
-        for q in captured.captured_queries
-        if "COUNT(" in q["sql"].upper() and "deposits_deposit" in q["sql"]
-    ]
-
-
-def test_deposit_changelist_issues_no_count(admin_client, thirty_deposits, monkeypatch):
-    monkeypatch.setattr(DepositAdmin, "list_per_page", 10)
-    with CaptureQueriesContext(connection) as captured:
-        response = admin_client.get(changelist_url(Deposit) + "?p=2")
-    assert response.status_code == 200
-    assert count_queries_over_deposits(captured) == []
-    cl = response.context["cl"]
-    assert cl.result_count == 30
-    assert cl.full_result_count is None
-    # Newest first: page 2 of 10 holds the 11th..20th newest, seq 20 down to 11.
-    assert [d.seq for d in cl.result_list] == list(range(20, 10, -1))
-    assert not any("OFFSET" in q["sql"] for q in captured.captured_queries)
-
-    response = admin_client.get(changelist_url(Deposit) + "?p=3&o=0")  # oldest first
-    assert [d.seq for d in response.context["cl"].result_list] == list(range(21, 31))
-
-
-def test_deposit_filtered_list_counts_at_most_the_cap(admin_client, thirty_deposits):
-    lat = thirty_deposits.native_lat
-    with CaptureQueriesContext(connection) as captured:
-        response = admin_client.get(changelist_url(Deposit) + f"?lat__id__exact={lat.pk}")
-    assert response.context["cl"].result_count == 10
-    counts = count_queries_over_deposits(captured)
-    assert len(counts) == 1
-    assert "LIMIT 10000" in counts[0]
-
-
-def test_deposit_search_by_tx_hash_and_sender(admin_client, thirty_deposits):
-    target = event(105, 0)
-    url = changelist_url(Deposit)
-    rows = (
-        admin_client.get(url, {"q": target.tx_hash.upper().replace("0X", "0x")})
-        .context["cl"]
-        .result_list
-    )
-    assert [(d.tx_hash, d.log_index) for d in rows] == [(target.tx_hash, 0)]
-    rows = admin_client.get(url, {"q": A(0xE1).lower()}).context["cl"].result_list
-    assert len(rows) == 30  # every deposit of the fixture comes from 0x…e1
-    assert list(admin_client.get(url, {"q": "nonsense"}).context["cl"].result_list) == []
-
-
-# --- no N+1 -------------------------------------------------------------------------------------
-
-
-def grow(dataset, n: int) -> None:
-    for _ in range(n):
-        lat = f.LatFactory(avs=dataset.avs)
-        f.LatTokenFactory(lat=lat)
-        f.FeeStructureFactory(lat=lat)
-        SyncStatus.objects.create(lat=lat, job="state", last_success_at=T0, last_block=1)
-        SyncStatus.objects.create(lat=lat, job="deposits", consecutive_failures=2)
-        operator = f.OperatorFactory()
-        node = f.StakerNodeFactory(lat=lat, operator=operator)
-        f.NodeAssetFactory(
-            node=node, token=dataset.steth, strategy_address=A(0x5001), core_shares=1
-        )
-        f.MetricSnapshotFactory(lat=lat, timestamp=T0, total_assets=1, total_supply=1)
-        f.AvsFactory()
-        f.TokenFactory()
-        PriceFeed.objects.create(
-            chain_id=31337, token_address=f.TokenFactory().address, feed_address=A(0xF1)
-        )
-        DepositCheckpoint.objects.create(lat=lat, block_number=1, block_hash="0x" + "2" * 64)
-        RewardSubmission.objects.create(
-            avs=lat.avs,
-            chain_id=31337,
-            tx_hash=f"0x{lat.id:064x}",
-            log_index=1,
-            block_number=1,
-            token=dataset.steth.address,
-            amount=1,
-            start_timestamp=0,
-            duration=1,
-            strategies=[],
-        )
-    top = Deposit.objects.count()
-    deposit_record_events(lat=dataset.eth_lat, events=[event(1000 + top + i, 0) for i in range(n)])
-
-
-@pytest.mark.parametrize("model", OUR_MODELS, ids=lambda m: m._meta.label)
-def test_changelist_queries_do_not_grow_with_rows(admin_client, dataset, model):
-    url = changelist_url(model)
-    grow(dataset, 2)
-    admin_client.get(url)  # warm the session and content types
-    with CaptureQueriesContext(connection) as few:
-        assert admin_client.get(url).status_code == 200
-    grow(dataset, 5)
-    with CaptureQueriesContext(connection) as many:
-        assert admin_client.get(url).status_code == 200
-    assert model.objects.count() >= 7
-    assert len(many) == len(few), [q["sql"] for q in many.captured_queries]
-
-
-@pytest.mark.parametrize("model", [Lat, Operator, StakerNode], ids=lambda m: m._meta.label)
-def test_change_page_queries_do_not_grow_with_inline_rows(admin_client, dataset, model):
-    grow(dataset, 1)
-    obj = {Lat: dataset.eth_lat, Operator: dataset.op1, StakerNode: dataset.node0}[model]
-    admin_client.get(change_url(obj))
-    with CaptureQueriesContext(connection) as few:
-        assert admin_client.get(change_url(obj)).status_code == 200
-    for _ in range(4):  # more inline rows under the same object
-        SyncStatus.objects.get_or_create(lat=dataset.eth_lat, job="metadata")
-        f.LatTokenFactory(lat=dataset.eth_lat)
-        f.StakerNodeFactory(lat=dataset.eth_lat, operator=dataset.op1)
-        f.NodeAssetFactory(
-            node=dataset.node0, token=f.TokenFactory(), strategy_address=A(0x5009), core_shares=1
-        )
-    with CaptureQueriesContext(connection) as many:
-        assert admin_client.get(change_url(obj)).status_code == 200
-    assert len(many) == len(few), [q["sql"] for q in many.captured_queries]
-
-
-# --- every action asks for a permission ---------------------------------------------------------
-
-
-@pytest.fixture
-def viewer(db):
-    """Staff who may view every model and change nothing."""
-    user = User.objects.create_user("viewer", password="viewer-password-1", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(codename__startswith="view_"))
-    return user
-
-
-@pytest.fixture
-def viewer_client(client, viewer):
-    client.force_login(viewer)
-    return client
-
-
-def staff_with(*perms: str):
-    user = User.objects.create_user("editor", is_staff=True)
-    for perm in perms:
-        app_label, codename = perm.split(".")
-        user.user_permissions.add(
-            Permission.objects.get(content_type__app_label=app_label, codename=codename)
-        )
-    return User.objects.get(pk=user.pk)  # fresh: no permission cache
-
-
-def actions_for(user, model) -> set[str]:
-    request = RequestFactory().get("/admin/")
-    request.user = user
-    return set(admin.site._registry[model].get_actions(request))
-
-
-def test_view_only_staff_get_no_action_anywhere(viewer):
-    request = RequestFactory().get("/admin/")
-    request.user = viewer
-    registry = admin.site._registry
-    assert {Lat, Avs, PeriodicTask, AccessAttempt} <= set(registry)
-    for model, model_admin in registry.items():
-        assert model_admin.has_view_permission(request), model._meta.label
-        assert model_admin.get_actions(request) == {}, model._meta.label
-
-
-@pytest.mark.parametrize(
-    ("model", "perm", "actions"),
-    [
-        (Lat, "lats.change_lat", {"refresh_now"}),
-        (Avs, "lats.change_avs", {"reset_to_onchain_metadata"}),
-        (
-            PeriodicTask,
-            "django_celery_beat.change_periodictask",
-            {"enable_tasks", "disable_tasks", "toggle_tasks", "run_tasks"},
-        ),
-        (
-            AccessAttempt,
-            "axes.delete_accessattempt",
-            {"cleanup_expired_attempts", "delete_selected"},
-        ),
-    ],
-    ids=["lat", "avs", "schedule", "login-attempt"],
-)
-def test_actions_need_their_permission(db, model, perm, actions):
-    app_label = model._meta.app_label
-    view = f"{app_label}.view_{model._meta.model_name}"
-    assert actions_for(staff_with(view), model) == set()
-    User.objects.filter(username="editor").delete()
-    assert actions_for(staff_with(view, perm), model) == actions
+# --- view-only staff ----------------------------------------------------------------------------
 
 
 def test_view_only_staff_cannot_refresh(viewer_client, world, django_capture_on_commit_callbacks):
@@ -611,15 +250,3 @@ def test_view_only_staff_cannot_reset_metadata(
     assert callbacks == []
     avs.refresh_from_db()
     assert avs.staff_edited_fields == ["metadata_name"]
-
-
-@pytest.mark.parametrize("action", ["disable_tasks", "toggle_tasks", "run_tasks"])
-def test_view_only_staff_cannot_touch_schedules(viewer_client, action):
-    task = PeriodicTask.objects.get(name="lat-state-refresh")
-    assert task.enabled
-    viewer_client.post(
-        changelist_url(PeriodicTask), {"action": action, "_selected_action": [task.pk]}
-    )
-    task.refresh_from_db()
-    assert task.enabled
-    assert task.total_run_count == 0

@@ -5,7 +5,6 @@ count lives in the database, so the login page works the same while Redis is dow
 from __future__ import annotations
 
 import datetime as dt
-import socket
 
 import pytest
 import redis
@@ -13,6 +12,8 @@ from axes.models import AccessAttempt
 from django.contrib.auth import base_user
 from django.contrib.auth.models import User
 from django.test import Client
+
+from tests.ports import closed_port
 
 pytestmark = pytest.mark.django_db
 
@@ -99,12 +100,6 @@ def test_a_success_resets_the_count(boss):
     for attempt in range(4):
         assert login(client, f"wrong-again-{attempt}").status_code == 200
     assert login(client, PASSWORD).status_code == 302
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_login_and_lockout_work_while_redis_is_down(boss, settings):

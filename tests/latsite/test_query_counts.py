@@ -6,7 +6,7 @@ import pytest
 
 from deposits.services import deposit_record_events
 from tests import factories as f
-from tests.deposits.test_api import event
+from tests.factories import event
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,7 @@ from latsite.api import documents
 from latsite.api.throttling import _count
 from latsite.locks import _cache_lock, lock_key
 from tests import factories as f
-from tests.lats.test_api import eth_lat_json, native_lat_json
+from tests.expected import eth_lat_json, native_lat_json
 from tests.redisserver import RedisServer
 
 pytestmark = pytest.mark.django_db

@@ -3,7 +3,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
-from latsite.api.fields import AddressOutField, NumberField, UintStringField
+from latsite.api.fields import AddressOutField, NumberField, UintStringField, number_map
 
 
 class LatTokenSerializer(serializers.Serializer):
@@ -81,18 +81,10 @@ class TvlSerializer(serializers.Serializer):
     unstakedTvl = NumberField(source="unstaked_tvl", help_text="Held by the LAT, ETH.")
     stakedTvl = NumberField(source="staked_tvl", help_text="Staked in nodes, ETH.")
     queuedTvl = NumberField(source="queued_tvl", help_text="Queued, ETH.")
-    tvlAssets = serializers.DictField(
-        source="tvl_assets",
-        child=NumberField(),
-        read_only=True,
-        help_text="Token symbol to amount held (unstaked + staked + queued), whole tokens.",
+    tvlAssets = number_map(
+        "tvl_assets", "Token symbol to amount held (unstaked + staked + queued), whole tokens."
     )
-    tvlAssetsEth = serializers.DictField(
-        source="tvl_assets_eth",
-        child=NumberField(),
-        read_only=True,
-        help_text="Token symbol to the ETH value of that amount.",
-    )
+    tvlAssetsEth = number_map("tvl_assets_eth", "Token symbol to the ETH value of that amount.")
 
 
 class ApyValuesSerializer(serializers.Serializer):

@@ -62,6 +62,16 @@ def _required(result: tuple | ChainCallReverted) -> tuple:
     return result
 
 
+def _decoded(
+    raw_logs: Iterable[dict[str, Any]], decode: Callable[[dict[str, Any]], T], what: str
+) -> list[T]:
+    """Decode each log the node did not mark removed; a malformed answer is the node's fault."""
+    try:
+        return [decode(log) for log in raw_logs if not log.get("removed")]
+    except Exception as exc:
+        raise ChainUnavailable(f"the node answered malformed {what}") from exc
+
+
 class Gateway:
     """Reads one chain through one node.
 
@@ -336,33 +346,27 @@ class Gateway:
             from_block=from_block,
             to_block=to_block,
         )
-        out = []
-        try:
-            for log in raw_logs:
-                if log.get("removed"):
-                    continue
-                topics = log["topics"]
-                data = bytes.fromhex(log["data"][2:])
-                out.append(
-                    DepositLog(
-                        kind=kinds[topics[0]],
-                        tx_hash=log["transactionHash"],
-                        log_index=int(log["logIndex"], 16),
-                        block_number=int(log["blockNumber"], 16),
-                        block_hash=log["blockHash"],
-                        sender=_address_topic(topics[1]),
-                        receiver=_address_topic(topics[2]),
-                        asset=_address_topic(topics[3]),
-                        amount=int.from_bytes(data[:32], "big"),
-                        shares=int.from_bytes(data[32:64], "big"),
-                        block_timestamp=int(log["blockTimestamp"], 16)
-                        if log.get("blockTimestamp")
-                        else None,
-                    )
-                )
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise ChainUnavailable("the node answered malformed deposit logs") from exc
-        return out
+
+        def decode(log: dict[str, Any]) -> DepositLog:
+            topics = log["topics"]
+            data = bytes.fromhex(log["data"][2:])
+            return DepositLog(
+                kind=kinds[topics[0]],
+                tx_hash=log["transactionHash"],
+                log_index=int(log["logIndex"], 16),
+                block_number=int(log["blockNumber"], 16),
+                block_hash=log["blockHash"],
+                sender=_address_topic(topics[1]),
+                receiver=_address_topic(topics[2]),
+                asset=_address_topic(topics[3]),
+                amount=int.from_bytes(data[:32], "big"),
+                shares=int.from_bytes(data[32:64], "big"),
+                block_timestamp=int(log["blockTimestamp"], 16)
+                if log.get("blockTimestamp")
+                else None,
+            )
+
+        return _decoded(raw_logs, decode, "deposit logs")
 
     def event_logs(
         self,
@@ -382,25 +386,18 @@ class Gateway:
             from_block=from_block,
             to_block=to_block,
         )
-        out = []
-        try:
-            for log in raw_logs:
-                if log.get("removed"):
-                    continue
-                values = ev.decode(log["topics"][1:], log["data"])
-                out.append(
-                    LogRef(
-                        block_number=int(log["blockNumber"], 16),
-                        block_hash=log["blockHash"],
-                        tx_hash=log["transactionHash"],
-                        log_index=int(log["logIndex"], 16),
-                        address=to_checksum_address(log["address"]),
-                        values=values,
-                    )
-                )
-        except Exception as exc:
-            raise ChainUnavailable(f"the node answered malformed {name} logs") from exc
-        return out
+
+        def decode(log: dict[str, Any]) -> LogRef:
+            return LogRef(
+                block_number=int(log["blockNumber"], 16),
+                block_hash=log["blockHash"],
+                tx_hash=log["transactionHash"],
+                log_index=int(log["logIndex"], 16),
+                address=to_checksum_address(log["address"]),
+                values=ev.decode(log["topics"][1:], log["data"]),
+            )
+
+        return _decoded(raw_logs, decode, f"{name} logs")
 
     # deposits -------------------------------------------------------------------------------
 

@@ -44,6 +44,13 @@ class NumberField(serializers.Field):
         return float(value)
 
 
+def number_map(source: str, help_text: str) -> serializers.DictField:
+    """A read-only object of names to JSON numbers."""
+    return serializers.DictField(
+        source=source, child=NumberField(), read_only=True, help_text=help_text
+    )
+
+
 class ErrorDetailSerializer(serializers.Serializer):
     code = serializers.ChoiceField(
         choices=[

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from latsite.api.fields import AddressOutField, NumberField, UintStringField
+from latsite.api.fields import AddressOutField, NumberField, UintStringField, number_map
 
 
 class OperatorAssetSerializer(serializers.Serializer):
@@ -23,17 +23,12 @@ class NodeAssetOperatorSerializer(serializers.Serializer):
 
 class OperatorTvlSerializer(serializers.Serializer):
     tvl = NumberField(help_text="ETH.")
-    tvlStrategies = serializers.DictField(
-        source="tvl_strategies",
-        child=NumberField(),
-        read_only=True,
-        help_text="Strategy, named by its token's symbol, to the staked amount in whole tokens.",
+    tvlStrategies = number_map(
+        "tvl_strategies",
+        "Strategy, named by its token's symbol, to the staked amount in whole tokens.",
     )
-    tvlStrategiesEth = serializers.DictField(
-        source="tvl_strategies_eth",
-        child=NumberField(),
-        read_only=True,
-        help_text="Strategy, named by its token's symbol, to the staked value in ETH.",
+    tvlStrategiesEth = number_map(
+        "tvl_strategies_eth", "Strategy, named by its token's symbol, to the staked value in ETH."
     )
 
 

@@ -15,11 +15,10 @@ from lats.chain.results import block_time
 from lats.indexing import Checkpoint, Range, Rewind, index_ranges, index_start
 from lats.models import Lat, SyncStatus
 from lats.sync_status import sync_status_recording, sync_status_success
+from latsite.locks import DEPOSIT_SEQUENCE_LOCK
 
 logger = logging.getLogger(__name__)
 
-# Key of the advisory lock that serialises writes to the deposit sequence.
-SEQ_LOCK_KEY = 0x1A7_0001
 # Seq values are moved above this while they are renumbered (the unique index forbids swaps).
 _SHIFT = 10**15
 
@@ -46,7 +45,7 @@ class DepositEvent:
 def _lock_sequence() -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SEQ_LOCK_KEY])
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [DEPOSIT_SEQUENCE_LOCK])
 
 
 _KEY = "(block_number, log_index, chain_id)"

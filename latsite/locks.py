@@ -31,6 +31,13 @@ from latsite import redisguard
 
 logger = logging.getLogger(__name__)
 
+# The project's locks, in one place:
+# - each refresh step of each LAT: `advisory_lock(step.job, lat_id)` (latsite/jobs.py), keyed by
+#   the step's task name (latsite/refresh.py);
+# - the deposit sequence: one transaction-level advisory lock with this fixed key, taken by every
+#   write of deposits (deposits/services.py).
+DEPOSIT_SEQUENCE_LOCK = 0x1A7_0001
+
 
 def lock_key(name: str, *ids: object) -> int:
     """A signed 64-bit key (PostgreSQL's bigint) for the name and ids."""

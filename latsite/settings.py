@@ -297,6 +297,10 @@ CHAIN_CONFIRMATIONS_BY_CHAIN = {31337: 0} | {
     for key, value in env.ENVIRON.items()
     if (m := re.fullmatch(r"CHAIN_CONFIRMATIONS_(\d+)", key))
 }
+# The head follower (lat_follow): how often it asks each node for its head, and the longest
+# wait between retries while a node is unreachable.
+HEAD_POLL_INTERVAL = env.float("HEAD_POLL_INTERVAL", default=1.0)
+HEAD_POLL_MAX_BACKOFF = env.float("HEAD_POLL_MAX_BACKOFF", default=30.0)
 # Largest block range asked of eth_getLogs; halved while a node refuses a range.
 LOG_BLOCK_RANGE = env.int("LOG_BLOCK_RANGE", default=5000)
 # AVS metadata documents: fetched with a timeout and a size cap.

@@ -113,9 +113,15 @@ class Gateway:
         except (KeyError, TypeError, ValueError) as exc:
             raise ChainUnavailable("the node answered a malformed block") from exc
 
+    def head_number(self) -> int:
+        """The node's latest block number (one eth_blockNumber)."""
+        try:
+            return int(self.transport.request("eth_blockNumber", []), 16)
+        except (TypeError, ValueError) as exc:
+            raise ChainUnavailable("the node answered a malformed block number") from exc
+
     def head(self, *, confirmations: int = 0) -> Block:
-        number = int(self.transport.request("eth_blockNumber", []), 16)
-        return self.block(max(number - confirmations, 0))
+        return self.block(max(self.head_number() - confirmations, 0))
 
     def block(self, number: int) -> Block:
         return self._block(self.transport.request("eth_getBlockByNumber", [hex(number), False]))

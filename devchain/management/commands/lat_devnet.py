@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 from django.conf import settings
@@ -21,6 +22,7 @@ from devchain.devnet import (
 )
 from lats.chain.errors import ChainError
 from lats.chain.gateway import gateway_for_url
+from latsite.follow import Follower
 
 
 class Command(BaseCommand):
@@ -75,9 +77,17 @@ class Command(BaseCommand):
                 call_command("lat_sync", stdout=self.stdout, stderr=self.stderr)
             self.stdout.write(f"{len(manifests)} demo LATs; manifests in {manifest_dir}")
             if options["serve"]:
+                self._follow(node.chain_id)
                 call_command("runserver", options["serve"], use_reloader=False)
         finally:
             node.stop()  # a node this command started; its state is saved to the state file
+
+    def _follow(self, chain_id: int) -> None:
+        """Follow the chain while serving, so that a deposit shows in the API at once."""
+        stop = threading.Event()  # never set: the daemon thread ends with the process
+        follower = Follower(chain_id)
+        threading.Thread(target=follower.run, args=(stop,), daemon=True, name="follow").start()
+        self.stdout.write(f"following chain {chain_id} every {follower.poll_interval:g} s")
 
     def _manifests(self, url: str, manifest_dir: Path, *, multicall: bool) -> list[dict]:
         """The deployed set's manifests; deploys first when the chain does not have it. A kept

@@ -1,0 +1,88 @@
+"""The head follower: deposits and state within a block or two of the chain, not a beat later.
+
+One `Follower` per chain polls the node's head every HEAD_POLL_INTERVAL seconds. When the head
+at the chain's confirmation depth moves, it runs the deposits step of the refresh pipeline
+(latsite/refresh.py) for every LAT of that chain, then the state and snapshot steps of exactly
+the LATs whose deposits changed (new deposits, or some removed by a reorg). The steps run under
+the job runner (latsite/jobs.py), so the follower shares checkpoints, locks, reorg handling and
+sync status with the beat jobs, which stay as the safety net; a write drops the cached read
+documents through the model signals, as any refresh does.
+
+Only one follower per chain works at a time: it holds the advisory lock `lat_follow:<chainId>`
+for as long as it runs, and a second one waits for it. A node that goes away is retried with
+exponential backoff (up to HEAD_POLL_MAX_BACKOFF seconds). The last head acted on is kept on the
+follower (`seen`). Anything else (the database gone, a bug) ends the follower with the
+exception: the process manager restarts it, and the lock, held by the database session, is
+released with the session.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from lats.chain.errors import ChainUnavailable
+from lats.chain.gateway import gateway_for
+from lats.indexing import chain_confirmations
+from lats.models import Lat
+from latsite.jobs import DONE, run_step
+from latsite.locks import advisory_lock
+from latsite.refresh import DEPOSITS, SNAPSHOT, STATE
+
+logger = logging.getLogger(__name__)
+
+FOLLOW_LOCK = "lat_follow"
+
+
+@dataclass
+class Follower:
+    chain_id: int
+    poll_interval: float = field(default_factory=lambda: float(settings.HEAD_POLL_INTERVAL))
+    max_backoff: float = field(default_factory=lambda: float(settings.HEAD_POLL_MAX_BACKOFF))
+    seen: int | None = None  # the last confirmed head this follower acted on
+
+    def tick(self) -> list[dict[str, Any]]:
+        """Act on the confirmed head once; returns the results of the steps it ran."""
+        head = gateway_for(self.chain_id).head_number() - chain_confirmations(self.chain_id)
+        if self.seen is not None and head <= self.seen:
+            return []
+        first = self.seen is None
+        results: list[dict[str, Any]] = []
+        lat_ids = Lat.objects.filter(chain_id=self.chain_id).order_by("id")
+        for lat_id in lat_ids.values_list("id", flat=True):
+            deposits = run_step(DEPOSITS, lat_id)
+            results.append(deposits)
+            changed = deposits["status"] == DONE and (deposits["new"] or deposits["removed"])
+            if first or changed:
+                results += [run_step(STATE, lat_id), run_step(SNAPSHOT, lat_id)]
+        self.seen = head
+        logger.debug("chain %s: acted on head %s", self.chain_id, head)
+        return results
+
+    def run(self, stop: threading.Event) -> None:
+        """Follow until `stop` is set, holding the chain's follower lock (waiting for it)."""
+        while not stop.is_set():
+            with advisory_lock(FOLLOW_LOCK, self.chain_id) as acquired:
+                if acquired:
+                    logger.info("following chain %s", self.chain_id)
+                    self._follow(stop)
+                    return
+            logger.info("chain %s has a follower already; waiting", self.chain_id)
+            stop.wait(self.poll_interval)
+
+    def _follow(self, stop: threading.Event) -> None:
+        delay = self.poll_interval
+        while not stop.is_set():
+            try:
+                self.tick()
+                delay = self.poll_interval
+            except ChainUnavailable as exc:
+                delay = min(delay * 2, self.max_backoff)
+                logger.warning(
+                    "chain %s: node unavailable (%s); retry in %ss", self.chain_id, exc, delay
+                )
+            stop.wait(delay)

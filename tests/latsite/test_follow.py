@@ -1,0 +1,96 @@
+"""The head follower on anvil: a deposit is served as soon as its block is confirmed, and a
+second follower of the same chain waits on the lock."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from django.db import connection
+
+from devchain.devnet import make_deposits
+from lats.models import Lat
+from latsite.follow import FOLLOW_LOCK, Follower
+from tests.chainreads import chain_deposits
+from tests.lockholder import Holder
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chain]
+
+WAD = 10**18
+CHAIN_ID = 31337
+
+
+class Running:
+    """A follower's `run` on a thread of its own, stopped on exit."""
+
+    def __init__(self, follower: Follower) -> None:
+        self.follower = follower
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.follower.run(self.stop)
+        finally:
+            connection.close()  # this thread's connection
+
+    def __enter__(self) -> Follower:
+        self.thread.start()
+        return self.follower
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(30)
+        assert not self.thread.is_alive()
+
+
+def wait_for(predicate, timeout: float) -> float:
+    """Seconds until `predicate()` held; fails past `timeout`."""
+    started = time.monotonic()
+    while not predicate():
+        assert time.monotonic() - started < timeout, "timed out"
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+@pytest.fixture
+def following(imported) -> Iterator[Follower]:
+    with Running(Follower(CHAIN_ID, poll_interval=0.2)) as follower:
+        wait_for(lambda: follower.seen is not None, 120)  # the first pass: backfill and state
+        yield follower
+
+
+def test_a_deposit_is_served_once_its_block_is_confirmed(following, chain, api):
+    manifest = chain.lat("latETH")
+    token = manifest["tokens"][0]["address"]
+    # The first pass indexed every deposit the chain holds (read from the chain's logs).
+    assert api.get("/metrics/deposits?take=1").json()["meta"]["total"] == len(chain_deposits(chain))
+    done = make_deposits(chain.url, manifest, 12, [token], [3 * WAD])
+
+    def served() -> bool:
+        rows = api.get("/metrics/deposits?take=1").json()["data"]
+        return bool(rows) and rows[0]["createdAtBlock"] == done["blockNumber"]
+
+    # The freshness promise is 2 s; the bound here leaves room for a loaded test machine.
+    wait_for(served, 5)
+    row = api.get("/metrics/deposits?take=1").json()["data"][0]
+    assert row["sender"] == chain.account(12)
+    assert row["amount"] == str(3 * WAD)
+    assert row["shares"] == str(done["shares"][0])
+    # The LAT's state moved with it: total supply as the chain has it now.
+    lat = chain.contract("LiquidToken", manifest["proxyAddress"])
+    supply = lat.functions.totalSupply().call()
+    wait_for(lambda: int(Lat.objects.get(symbol="latETH").total_supply) == supply, 5)
+
+
+def test_a_second_follower_waits_for_the_first(imported):
+    with Holder(FOLLOW_LOCK, CHAIN_ID) as holder:
+        assert holder.acquired
+        with Running(Follower(CHAIN_ID, poll_interval=0.1)) as waiting:
+            time.sleep(1.0)
+            assert waiting.seen is None  # it did nothing while another held the chain
+            holder.release.set()
+            holder.join(10)
+            wait_for(lambda: waiting.seen is not None, 120)

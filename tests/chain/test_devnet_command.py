@@ -38,5 +38,24 @@ def test_lat_devnet_without_then_with_multicall3(tmp_path, settings, monkeypatch
 
         call_command("lat_devnet", *args, "--no-multicall", stdout=io.StringIO())
         assert w3.eth.get_code(MULTICALL3_ADDRESS) == b""  # and loses it again
+
+        # --deposit: mint, approve and deposit 2.5 of the LAT's first token from wallet 12,
+        # leaving the chain's Multicall3 as it is.
+        lat = json.loads((tmp_path / "manifests" / "latETH.json").read_text())
+        token = w3.eth.contract(
+            address=lat["tokens"][0]["address"], abi=load_artifacts()["TestERC20"]["abi"]
+        )
+        wallet = w3.eth.accounts[12]
+        held = token.functions.balanceOf(lat["proxyAddress"]).call()
+        out = io.StringIO()
+        call_command("lat_devnet", *args, "--deposit", "latETH", "--amount", "2.5", stdout=out)
+        amount = 25 * 10 ** token.functions.decimals().call() // 10
+        assert token.functions.balanceOf(lat["proxyAddress"]).call() == held + amount
+        logs = w3.eth.get_logs(
+            {"address": lat["proxyAddress"], "fromBlock": "latest", "toBlock": "latest"}
+        )
+        assert any(log["topics"][1][-20:] == bytes.fromhex(wallet[2:]) for log in logs)
+        assert "deposited 2.5" in out.getvalue()
+        assert w3.eth.get_code(MULTICALL3_ADDRESS) == b""
     finally:
         node.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
@@ -15,8 +16,10 @@ from devchain.anvil import AnvilError, start_anvil
 from devchain.devnet import (
     DevnetError,
     connect,
+    contract,
     deploy_devnet,
     install_multicall3,
+    make_deposits,
     remove_multicall3,
     write_manifests,
 )
@@ -55,6 +58,19 @@ class Command(BaseCommand):
         parser.add_argument(
             "--serve", metavar="ADDR:PORT", help="then serve the API (runserver) until interrupted"
         )
+        parser.add_argument(
+            "--deposit",
+            metavar="SYMBOL",
+            help="make a deposit into the demo LAT SYMBOL (e.g. latETH) from a devnet wallet: "
+            "mint its first token, approve, deposit; with a running `make demo`, the deposit "
+            "shows in the API at once",
+        )
+        parser.add_argument(
+            "--amount", type=Decimal, default=Decimal(1), help="whole tokens (default 1)"
+        )
+        parser.add_argument(
+            "--wallet", type=int, default=12, help="anvil account index (default 12)"
+        )
 
     def handle(self, *args, **options):
         directory = Path(options["dir"])
@@ -67,7 +83,9 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"anvil at {node.url} (chain {node.chain_id})")
         try:
-            manifests = self._manifests(node.url, manifest_dir, multicall=options["multicall"])
+            # A deposit leaves the chain's Multicall3 as the running demo has it.
+            multicall = None if options["deposit"] else options["multicall"]
+            manifests = self._manifests(node.url, manifest_dir, multicall=multicall)
             os.environ["RPC_URL"] = node.url
             settings.RPC_URL = node.url
             paths = sorted(manifest_dir.glob("*.json"))
@@ -75,12 +93,32 @@ class Command(BaseCommand):
                 call_command("lat_import", *map(str, paths), stdout=self.stdout)
             if options["sync"]:
                 call_command("lat_sync", stdout=self.stdout, stderr=self.stderr)
+            if options["deposit"]:
+                self._deposit(node.url, manifests, options)
+                return
             self.stdout.write(f"{len(manifests)} demo LATs; manifests in {manifest_dir}")
             if options["serve"]:
                 self._follow(node.chain_id)
                 call_command("runserver", options["serve"], use_reloader=False)
         finally:
             node.stop()  # a node this command started; its state is saved to the state file
+
+    def _deposit(self, url: str, manifests: list[dict], options: dict) -> None:
+        manifest = next((m for m in manifests if m["symbol"] == options["deposit"]), None)
+        if manifest is None:
+            symbols = ", ".join(m["symbol"] for m in manifests)
+            raise CommandError(f"no demo LAT {options['deposit']} (there are {symbols})")
+        token = manifest["tokens"][0]["address"]
+        decimals = contract(connect(url), "TestERC20", token).functions.decimals().call()
+        amount = int(options["amount"] * 10**decimals)
+        if amount <= 0:
+            raise CommandError("--amount must be positive")
+        done = make_deposits(url, manifest, options["wallet"], [token], [amount])
+        self.stdout.write(
+            f"deposited {options['amount']} of {token} into {manifest['symbol']} from wallet "
+            f"{options['wallet']}: tx {done['txHash']} in block {done['blockNumber']}, "
+            f"{done['shares'][0]} shares"
+        )
 
     def _follow(self, chain_id: int) -> None:
         """Follow the chain while serving, so that a deposit shows in the API at once."""
@@ -89,7 +127,7 @@ class Command(BaseCommand):
         threading.Thread(target=follower.run, args=(stop,), daemon=True, name="follow").start()
         self.stdout.write(f"following chain {chain_id} every {follower.poll_interval:g} s")
 
-    def _manifests(self, url: str, manifest_dir: Path, *, multicall: bool) -> list[dict]:
+    def _manifests(self, url: str, manifest_dir: Path, *, multicall: bool | None) -> list[dict]:
         """The deployed set's manifests; deploys first when the chain does not have it. A kept
         chain gets Multicall3 installed or taken away, as `multicall` asks."""
         existing = [json.loads(p.read_text()) for p in sorted(manifest_dir.glob("*.json"))]
@@ -101,14 +139,16 @@ class Command(BaseCommand):
         except ChainError as exc:
             raise CommandError(f"the node at {url} does not answer: {exc}") from exc
         self.stdout.write("deploying the demo LATs…")
-        manifests = deploy_devnet(url, multicall=multicall)
+        manifests = deploy_devnet(url, multicall=multicall is not False)
         for stale in manifest_dir.glob("*.json"):
             stale.unlink()
         write_manifests(manifests, manifest_dir)
         self._set_multicall(url, multicall)
         return manifests
 
-    def _set_multicall(self, url: str, multicall: bool) -> None:
+    def _set_multicall(self, url: str, multicall: bool | None) -> None:
+        if multicall is None:
+            return
         w3 = connect(url)
         try:
             if multicall:

@@ -69,12 +69,11 @@ def chain_deposits(chain) -> list[dict[str, Any]]:
                         "amount": str(log["args"]["amount"]),
                         "shares": str(log["args"]["shares"]),
                         "createdAtBlock": log["blockNumber"],
-                        "_log": log["logIndex"],
+                        "transactionHash": "0x" + log["transactionHash"].hex().removeprefix("0x"),
+                        "logIndex": log["logIndex"],
                     }
                 )
-    out.sort(key=lambda d: (d["createdAtBlock"], d["_log"]), reverse=True)
-    for row in out:
-        del row["_log"]
+    out.sort(key=lambda d: (d["createdAtBlock"], d["logIndex"]), reverse=True)
     return out
 
 

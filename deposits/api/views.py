@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import base64
+import binascii
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
@@ -10,10 +13,39 @@ from deposits.api.serializers import DepositListSerializer
 from latsite.addresses import ADDRESS_PATTERN
 from latsite.api.params import parse_address, parse_int
 from latsite.api.schema import OPTIONAL_API_KEY, error_responses
+from latsite.errors import InvalidInput
 
 MAX_TAKE = 100
 DEFAULT_TAKE = 12
 MAX_SKIP = 10**18 - 1  # parse_int takes at most 18 digits
+CURSOR_VERSION = "d1"
+CURSOR_MAX_LENGTH = 200
+
+
+def cursor_encode(key: selectors.DepositKey) -> str:
+    """An opaque cursor: the last record's place in the listing, base64url without padding."""
+    text = f"{CURSOR_VERSION}:{key.block_number}:{key.log_index}:{key.chain_id}"
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def cursor_decode(value: str) -> selectors.DepositKey:
+    """The key a cursor names; InvalidInput (422) for anything this service did not make."""
+    error = InvalidInput("cursor is not a cursor this service returned in meta.next.")
+    if not value or len(value) > CURSOR_MAX_LENGTH:
+        raise error
+    try:
+        text = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode("ascii")
+        version, *numbers = text.split(":")
+        block, log, chain = (int(n) for n in numbers)
+    except (ValueError, UnicodeDecodeError, binascii.Error):
+        raise error from None
+    if (
+        version != CURSOR_VERSION
+        or min(block, log, chain) < 0
+        or cursor_encode(selectors.DepositKey(block, log, chain)) != value
+    ):
+        raise error
+    return selectors.DepositKey(block_number=block, log_index=log, chain_id=chain)
 
 
 def _filter_parameter(name: str, description: str) -> OpenApiParameter:
@@ -33,9 +65,13 @@ class DepositListView(APIView):
         operation_id="deposit_list",
         summary="Every deposit into every LAT",
         description=(
-            "Deposits newest first (`createdAtBlock` desc, then log index desc), paged with "
-            "`skip`/`take`; `meta.total` counts the deposits matching the filters. Filters "
-            "combine with AND."
+            "Deposits newest first (`createdAtBlock` desc, then `logIndex` desc, then chain id "
+            "desc), paged with `skip`/`take` or by cursor: `meta.next` is an opaque cursor, "
+            "or null on the last page; passed back as `cursor` (with the same filters), it "
+            "returns the records that follow the last record of that page, whatever was "
+            "inserted at the head meanwhile. `cursor` with a non-zero `skip`, or a cursor that "
+            "does not parse, is a 422. `meta.total` counts the deposits matching the filters. "
+            "Filters combine with AND."
         ),
         parameters=[
             OpenApiParameter(
@@ -49,6 +85,12 @@ class DepositListView(APIView):
                 {"type": "integer", "minimum": 1, "maximum": MAX_TAKE, "default": DEFAULT_TAKE},
                 OpenApiParameter.QUERY,
                 description=f"Deposits to return; an integer 1..{MAX_TAKE}.",
+            ),
+            OpenApiParameter(
+                "cursor",
+                {"type": "string", "maxLength": CURSOR_MAX_LENGTH},
+                OpenApiParameter.QUERY,
+                description="`meta.next` of the previous page; not with a non-zero `skip`.",
             ),
             _filter_parameter("liquidTokenAddress", "Only deposits into this LAT (proxy)."),
             _filter_parameter("sender", "Only deposits sent by this address."),
@@ -69,10 +111,16 @@ class DepositListView(APIView):
             for name in selectors.FILTERS
             if name in params
         }
-        page = selectors.deposit_page(skip=skip, take=take, filters=filters)
+        after = None
+        if "cursor" in params:
+            if skip:
+                raise InvalidInput("cursor cannot be combined with a non-zero skip.")
+            after = cursor_decode(params["cursor"])
+        page = selectors.deposit_page(skip=skip, take=take, filters=filters, after=after)
+        next_cursor = cursor_encode(page.next) if page.next else None
         return Response(
             {
                 "data": page.rows,  # already in DepositSerializer's shape
-                "meta": {"total": page.total, "skip": skip, "take": take},
+                "meta": {"total": page.total, "skip": skip, "take": take, "next": next_cursor},
             }
         )

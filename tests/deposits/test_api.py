@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from deposits.services import deposit_record_events
@@ -42,7 +44,7 @@ def test_listing_is_newest_first_with_exact_records(api, deposits):
     response = api.get("/metrics/deposits")
     assert response.status_code == 200
     body = response.json()
-    assert body["meta"] == {"total": 5, "skip": 0, "take": 12}
+    assert body["meta"] == {"total": 5, "skip": 0, "take": 12, "next": None}
     assert amounts(body) == ["5", "3", "4", "2", "1"]
     assert body["data"][2] == {
         "sender": A(0xE1),
@@ -53,13 +55,20 @@ def test_listing_is_newest_first_with_exact_records(api, deposits):
         "shares": "1000000000000000000",
         "createdAtBlock": 11,
         "createdAt": "2026-03-01T00:02:12Z",
+        "transactionHash": "0x" + "0" * 31 + "b" + "0" * 31 + "5",  # block 11, log 5
+        "logIndex": 5,
     }
 
 
 def test_paging(api, deposits):
     body = api.get("/metrics/deposits?skip=1&take=2").json()
     assert amounts(body) == ["3", "4"]
-    assert body["meta"] == {"total": 5, "skip": 1, "take": 2}
+    assert {k: v for k, v in body["meta"].items() if k != "next"} == {
+        "total": 5,
+        "skip": 1,
+        "take": 2,
+    }
+    assert body["meta"]["next"] is not None  # two more follow
     assert api.get("/metrics/deposits?skip=4&take=2").json()["data"][0]["amount"] == "1"
     beyond = api.get("/metrics/deposits?skip=5").json()
     assert beyond["data"] == []
@@ -87,7 +96,10 @@ def test_filters(api, deposits, query, expected):
 def test_filtered_paging(api, deposits):
     body = api.get(f"/metrics/deposits?liquidTokenAddress={A(0x1001)}&skip=1&take=1").json()
     assert amounts(body) == ["2"]
-    assert body["meta"] == {"total": 3, "skip": 1, "take": 1}
+    # The cursor names the last record: block 10, log 1, on the dataset's chain.
+    chain_id = deposits.eth_lat.chain_id
+    cursor = base64.urlsafe_b64encode(f"d1:10:1:{chain_id}".encode()).decode().rstrip("=")
+    assert body["meta"] == {"total": 3, "skip": 1, "take": 1, "next": cursor}
 
 
 def test_out_of_order_insert_keeps_listing_order(api, deposits):
@@ -104,3 +116,49 @@ def test_out_of_order_insert_keeps_listing_order(api, deposits):
 def test_recording_twice_adds_nothing(api, deposits):
     assert deposit_record_events(lat=deposits.eth_lat, events=[event(10, 0, amount=1)]) == 0
     assert api.get("/metrics/deposits").json()["meta"]["total"] == 5
+
+
+def walk(api, query: str) -> list[str]:
+    """Every page of the listing by cursor: the amounts, in order."""
+    seen: list[str] = []
+    body = api.get(f"/metrics/deposits?{query}").json()
+    while True:
+        seen += amounts(body)
+        if body["meta"]["next"] is None:
+            return seen
+        body = api.get(f"/metrics/deposits?{query}&cursor={body['meta']['next']}").json()
+
+
+def test_cursor_paging_walks_every_deposit_once(api, deposits):
+    assert walk(api, "take=2") == ["5", "3", "4", "2", "1"]
+    assert walk(api, "take=1") == ["5", "3", "4", "2", "1"]
+    assert walk(api, f"take=1&asset={A(0x7A)}") == ["5", "4"]
+    assert walk(api, f"take=2&liquidTokenAddress={A(0x1001)}") == ["3", "2", "1"]
+
+
+def test_cursor_page_does_not_move_when_deposits_arrive_at_the_head(api, deposits):
+    first = api.get("/metrics/deposits?take=2").json()
+    assert amounts(first) == ["5", "3"]
+    deposit_record_events(lat=deposits.eth_lat, events=[event(14, 0, amount=6)])  # newest
+    rest = api.get(f"/metrics/deposits?take=2&cursor={first['meta']['next']}").json()
+    assert amounts(rest) == ["4", "2"]  # skip=2 would now repeat "3"
+    assert rest["meta"]["total"] == 6
+    assert amounts(api.get("/metrics/deposits?take=2&skip=2").json()) == ["3", "4"]
+
+
+@pytest.mark.parametrize(
+    "cursor", ["", "x", "ZDI6MTA6MDozMTMzNw", "ZDE6LTE6MDox", "ZDE6MTA6MDozMTMzNw==", "%FF"]
+)
+def test_a_cursor_the_service_did_not_make_is_a_422(api, deposits, cursor):
+    response = api.get(f"/metrics/deposits?cursor={cursor}")
+    assert response.status_code == 422
+    assert response.json()["error"]["code"] == "unprocessable_entity"
+    assert "cursor" in response.json()["error"]["message"]
+
+
+def test_cursor_with_a_non_zero_skip_is_a_422(api, deposits):
+    next_cursor = api.get("/metrics/deposits?take=2").json()["meta"]["next"]
+    response = api.get(f"/metrics/deposits?skip=1&cursor={next_cursor}")
+    assert response.status_code == 422
+    assert "skip" in response.json()["error"]["message"]
+    assert api.get(f"/metrics/deposits?skip=0&cursor={next_cursor}").status_code == 200

@@ -140,7 +140,7 @@ def requests_and_answers(api, dataset) -> list[tuple[str, object, object]]:
     deposit_body = {"assets": [A(0x5E)], "amounts": ["1000"], "receiver": wallet}
 
     def deposits_ok(body):
-        assert body["meta"] == {"total": 1, "skip": 0, "take": 12}
+        assert body["meta"] == {"total": 1, "skip": 0, "take": 12, "next": None}
         row = body["data"][0]
         assert (row["amount"], row["shares"], row["createdAtBlock"]) == ("7", "5", 90)
         assert row["liquidTokenAddress"] == A(0x1001)

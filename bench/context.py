@@ -80,7 +80,7 @@ class Context:
         env = {
             **self.env,
             "DATABASE_URL": self.db_url,
-            "BENCH_BASELINE": "true",
+            "DJANGO_SETTINGS_MODULE": "bench.settings",  # the service plus GET /bench/baseline
             # The per-client limits stay in the stack (their Redis counters are part of every
             # request's cost) but must not answer 429 to the one client the bench is.
             "RATE_LIMIT_ANON": "1000000000/s",

@@ -207,7 +207,7 @@ def _smoke(base_url: str, rpc_url: str, deposit: dict, simulate: dict, lat: str,
         raise RuntimeError(f"raw batch: {answer.text[:300]}")
     answer = requests.get(f"{base_url}/bench/baseline", timeout=30)
     if answer.status_code != 200:
-        raise RuntimeError(f"baseline: HTTP {answer.status_code} (BENCH_BASELINE=true?)")
+        raise RuntimeError(f"baseline: HTTP {answer.status_code} (bench.settings?)")
 
 
 def run(

@@ -3,7 +3,7 @@ requests, a fixed number of concurrent connections; requests/second and latency 
 
 Two generators give the same `LoadResult`:
 
-- `wrk` (preferred; `apt-get install wrk`), driven by bench/wrk_report.lua, which caps the
+- `wrk` (when on PATH), driven by bench/wrk_report.lua, which caps the
   requests and counts every answer that is not 200;
 - a Python fallback: one process per connection, each looping GET over `http.client` with
   keep-alive when the server allows it, timing every request with `perf_counter`.
@@ -18,7 +18,6 @@ import http.client
 import json
 import math
 import multiprocessing
-import os
 import shutil
 import subprocess
 import time
@@ -65,24 +64,6 @@ class LoadResult:
 
 def wrk_available() -> bool:
     return shutil.which("wrk") is not None
-
-
-def try_install_wrk(log=print) -> bool:
-    """Install wrk from the distribution's registry when we may (root, apt-get); else False."""
-    if wrk_available():
-        return True
-    if shutil.which("apt-get") is None or os.geteuid() != 0:
-        return False
-    log("load: wrk is absent; trying `apt-get install -y wrk`")
-    install = ["apt-get", "install", "-y", "-q", "wrk"]
-    for cmd in (install, ["apt-get", "update", "-q"], install):
-        try:
-            subprocess.run(cmd, capture_output=True, check=False, timeout=300)
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-        if wrk_available():
-            return True
-    return False
 
 
 def wrk_version() -> str:

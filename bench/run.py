@@ -59,7 +59,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--loadgen",
         choices=("auto", "wrk", "python"),
         default="auto",
-        help="load generator: wrk if installed (auto tries apt-get), else Python",
+        help="load generator: wrk, Python, or auto (wrk if on PATH, else Python)",
     )
     load.add_argument("--threads", type=int, default=1, help="wrk threads (default 1)")
     load.add_argument(
@@ -107,13 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     env = config.base_env()
     os.environ.update(env)  # the runner itself sets Django up for seeding and in-process timings
     db_url = config.with_database(env["DATABASE_URL"], args.db_name)
-    if args.loadgen in ("auto", "wrk") and not http_load.try_install_wrk(log=log):
-        if args.loadgen == "wrk":
-            log("bench: wrk is not installed and could not be installed")
-            return 2
-        log("bench: wrk unavailable; using the Python load generator")
+    if args.loadgen == "wrk" and not http_load.wrk_available():
+        log("bench: --loadgen wrk, but wrk is not on PATH (install it, or use --loadgen python)")
+        return 2
     if args.loadgen == "auto":
         args.loadgen = "wrk" if http_load.wrk_available() else "python"
+    log(f"bench: load generator {args.loadgen}")
 
     ctx = Context(args=args, env=env, db_url=db_url, log=log)
     names = args.only or list(SECTIONS)

@@ -59,7 +59,11 @@ OPTIONS = [  # flag, type (bool: a switch, list: repeatable, tuple: the choices)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="bench/run.py", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="bench/run.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     for flag, kind, default, text in OPTIONS:
         if kind is bool:
             parser.add_argument(flag, action="store_true", help=text)

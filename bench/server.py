@@ -29,12 +29,11 @@ class Server:
     def url(self, path: str) -> str:
         return f"http://{HOST}:{self.port}{path}"
 
-    def request(self, path: str, body: bytes | None = None, timeout: float = 10.0):
-        """One GET, or POST of a JSON `body`: (status, body)."""
+    def get(self, path: str, timeout: float = 10.0) -> tuple[int, bytes]:
+        """One GET: (status, body)."""
         conn = http.client.HTTPConnection(HOST, self.port, timeout=timeout)
-        headers = {"Host": HOST} | ({"Content-Type": "application/json"} if body else {})
         try:
-            conn.request("GET" if body is None else "POST", path, body=body, headers=headers)
+            conn.request("GET", path, headers={"Host": HOST})
             response = conn.getresponse()
             return response.status, response.read()
         finally:
@@ -55,7 +54,7 @@ class Server:
                     f"{self.log_tail(40)}"
                 )
             try:
-                status, body = self.request(path, timeout=2.0)
+                status, body = self.get(path, timeout=2.0)
             except OSError as exc:
                 last = str(exc)
             else:

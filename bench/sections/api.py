@@ -104,7 +104,7 @@ def _measure(ctx: Context, result: SectionResult, paths: dict[str, str]) -> dict
                 runs = [(f"{n} (paired)", paths[n]) for n in PAIRED]
                 loads = ctx.measure([server.url(p) for _, p in runs], warmup=0)
             else:
-                problem = smoke(ctx, name, *server.request(path))
+                problem = smoke(ctx, name, *server.get(path))
                 if problem:
                     result.failures.append(problem)
                     ctx.log(f"api: {problem}")

@@ -164,7 +164,7 @@ def _phases(ctx, result, paths, limits, phases, answers) -> None:
             )
         )
         for name, path in paths.items():
-            if problem := smoke(ctx, name, *server.request(path)):
+            if problem := smoke(ctx, name, *server.get(path)):
                 raise RuntimeError(f"smoke check: {problem}")
         urls, started = [server.url(path) for path in paths.values()], time.monotonic()
 

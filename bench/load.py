@@ -16,7 +16,6 @@ import os
 import resource
 import subprocess
 import time
-from array import array
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -101,29 +100,31 @@ def _wrk(url, body, *, duration, connections, max_requests, threads) -> LoadResu
     return LoadResult(url, connections, seconds, *counts, *ms, max_requests)
 
 
-def _connection_loop(job: tuple) -> tuple[array, int, int]:
-    """One connection in a closed loop until the deadline or the cap: latencies (s), answers
-    not 200, socket errors."""
-    host, port, path, body, deadline, cap = job
-    latencies, non200, errors = array("d"), 0, 0
+def closed_loop(host, port, path, body, until, timeout=10.0) -> list[tuple[int, float]]:
+    """One connection in a closed loop, GET (POST of a JSON `body` if any), until
+    `until(answers)`: the (status, seconds) of every answer, status 0 for a socket error."""
+    answers: list[tuple[int, float]] = []
     headers = {"Host": host} | ({"Content-Type": "application/json"} if body else {})
-    conn = http.client.HTTPConnection(host, port, timeout=10)
-    while time.time() < deadline and (cap == 0 or len(latencies) < cap):
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    while not until(answers):
         started = time.perf_counter()
         try:
             conn.request("GET" if body is None else "POST", path, body=body, headers=headers)
             response = conn.getresponse()
             response.read()
+            status = response.status
         except (OSError, http.client.HTTPException):
-            errors += 1
+            status = 0
             conn.close()  # http.client reconnects on the next request
-            continue
-        latencies.append(time.perf_counter() - started)
-        non200 += response.status != 200
-        if response.will_close:
-            conn.close()
+        answers.append((status, time.perf_counter() - started))
     conn.close()
-    return latencies, non200, errors
+    return answers
+
+
+def _until(job: tuple) -> list[tuple[int, float]]:
+    """closed_loop in a worker process, until the deadline or the cap of answers."""
+    *where, deadline, cap = job
+    return closed_loop(*where, lambda answers: time.time() >= deadline or 0 < cap <= len(answers))
 
 
 def _python(url, body, *, duration, connections, max_requests, threads) -> LoadResult:
@@ -133,14 +134,13 @@ def _python(url, body, *, duration, connections, max_requests, threads) -> LoadR
     with multiprocessing.get_context("fork").Pool(connections) as pool:
         started = time.time()
         job = (parts.hostname, parts.port or 80, path, body, started + duration, cap)
-        results = pool.map(_connection_loop, [job] * connections)
+        answers = [answer for part in pool.map(_until, [job] * connections) for answer in part]
         seconds = time.time() - started
-    latencies = sorted(x for lat, _, _ in results for x in lat)
-    ranks = (
-        max(0, min(len(latencies), math.ceil(q * len(latencies))) - 1) for q in (0.5, 0.9, 0.99, 1)
-    )
-    ms = [latencies[rank] * 1000 if latencies else 0.0 for rank in ranks]
-    counts = (len(latencies), sum(n for _, n, _ in results), sum(e for _, _, e in results))
+    latencies = sorted(s for status, s in answers if status)  # socket errors have none
+    ranks = (min(len(latencies), math.ceil(q * len(latencies))) - 1 for q in (0.5, 0.9, 0.99, 1))
+    ms = [latencies[max(0, rank)] * 1000 if latencies else 0.0 for rank in ranks]
+    non200 = sum(status not in (0, 200) for status, _ in answers)
+    counts = (len(latencies), non200, sum(status == 0 for status, _ in answers))
     return LoadResult(url, connections, seconds, *counts, *ms, max_requests)
 
 

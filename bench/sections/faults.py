@@ -9,7 +9,6 @@ a worker has threads left for them) and its own redis-server, never the machine'
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import shutil
 import signal
@@ -21,6 +20,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from bench import load
 from bench.context import Context, SectionResult, Target
@@ -77,38 +77,19 @@ class _Redis:
 
 
 @contextlib.contextmanager
-def _simulating(server: Server, path: str, timeout: float) -> Iterator[list[tuple[int, float]]]:
-    """SIM_CLIENTS threads POSTing a deposit to simulate back to back (a 429 is retried at
-    once); yields the (status, seconds) of every answer, status 0 for a socket error."""
+def _simulating(server: Server, path: str, timeout: float) -> Iterator[list[Future]]:
+    """SIM_CLIENTS clients POSTing a deposit to simulate back to back (a 429 is retried at once)
+    until the block ends; each client's result is the (status, seconds) of its answers."""
     sender, asset = address("faults:sender"), address(f"token:{LATS[0].tokens[0]}")
     deposit = {"assets": [asset], "amounts": [str(10**18)], "receiver": sender, "sender": sender}
-    body, answers, stop = json.dumps(deposit).encode(), [], threading.Event()
-
-    def loop() -> None:
-        conn = http.client.HTTPConnection(HOST, server.port, timeout=timeout + 10)
-        headers = {"Host": HOST, "Content-Type": "application/json"}
-        while not stop.is_set():
-            started = time.perf_counter()
-            try:
-                conn.request("POST", path, body=body, headers=headers)
-                response = conn.getresponse()
-                response.read()
-                status = response.status
-            except (OSError, http.client.HTTPException):
-                status = 0
-                conn.close()
-            answers.append((status, time.perf_counter() - started))
-        conn.close()
-
-    threads = [threading.Thread(target=loop, daemon=True) for _ in range(SIM_CLIENTS)]
-    for thread in threads:
-        thread.start()
-    try:
-        yield answers
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(timeout + 15)
+    body, stop = json.dumps(deposit).encode(), threading.Event()
+    with ThreadPoolExecutor(SIM_CLIENTS) as pool:
+        job = (HOST, server.port, path, body, lambda _: stop.is_set(), timeout + 10)
+        clients = [pool.submit(load.closed_loop, *job) for _ in range(SIM_CLIENTS)]
+        try:
+            yield clients
+        finally:
+            stop.set()
 
 
 def run(ctx: Context, result: SectionResult) -> None:
@@ -189,10 +170,10 @@ def _phases(ctx, result, paths, limits, phases, answers) -> None:
         redis.process.send_signal(signal.SIGCONT)
         load.run(urls, tool=ctx.args.loadgen, **recover)
         lat = ctx.dataset().primary_lat
-        with _simulating(server, f"/lat/{lat}/simulate-deposit", timeout) as simulated:
+        with _simulating(server, f"/lat/{lat}/simulate-deposit", timeout) as clients:
             time.sleep(1.0)  # every client waits on the node
             phase("dead node")
-        answers += simulated
+        answers += [answer for client in clients for answer in client.result()]
         phase("Redis up (again)")  # how far the machine drifted since "Redis up"
         for name, loads in phases.items():
             for endpoint, measured in zip(paths, loads, strict=True):

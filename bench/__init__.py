@@ -1,1 +1,7 @@
-"""Benchmarks of the LAT service: `make bench` runs `bench/run.py` (see bench/README.md)."""
+"""Benchmarks of the LAT service: `bench/run.py`, see bench/README.md."""
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable

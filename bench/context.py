@@ -1,26 +1,17 @@
-"""What every bench section gets: the settings, the bench database, the server and the load.
-
-A section is a function `run(ctx: Context) -> SectionResult`; it asks the context for what it
-needs (`ctx.dataset()`, `ctx.server()`, `ctx.load(...)`, `ctx.django()`), each set up once.
-"""
+"""What a section gets (`Context`: the options, the bench database, the server, the load) and
+what it fills in (`SectionResult`)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-import psycopg
+from bench import dataset, load
+from bench.server import Server, gunicorn
 
-from bench import http_load, server
-from bench.config import database_name, libpq_url
-from bench.cpu import CpuMonitor, children_of, wait_quiet
-from bench.dataset import Dataset, prepare
-
-# Other processes' CPU (cores) above which a measurement counts as disturbed.
-QUIET_CORES = 0.15
+QUIET_CORES = 0.15  # other processes' cores above which a measurement counts as disturbed
 
 
 @dataclass
@@ -38,7 +29,23 @@ class SectionResult:
     rows: list[list[str]] = field(default_factory=list)
     targets: list[Target] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)  # any entry makes the run exit non-zero
+    failures: list[str] = field(default_factory=list)  # any entry makes the run exit 1
+
+    def check(self, label: str, result: load.LoadResult, server: Server) -> None:
+        """A failure line if any request of `result` failed."""
+        if result.errors:
+            self.failures.append(
+                f"{label}: {result.non200} answers not 200 and {result.socket_errors} socket "
+                f"errors out of {result.requests:,} requests; server log:\n{server.log_tail()}"
+            )
+
+    def warn_busy(self, usages: dict[str, load.CpuUsage | None], disturbed: str) -> None:
+        busy = [name for name, cpu in usages.items() if cpu and cpu.other_cores > QUIET_CORES]
+        if busy:
+            self.notes.append(
+                f"WARNING: other processes took > {QUIET_CORES} cores during: {', '.join(busy)}; "
+                f"those {disturbed}. Rerun on a quiet machine."
+            )
 
 
 @dataclass
@@ -46,124 +53,112 @@ class Context:
     args: argparse.Namespace
     env: dict[str, str]  # the caller's environment with TEST_ENV's defaults
     db_url: str  # the bench database
-    log: Callable[[str], None] = print
-    _dataset: Dataset | None = None
+    log: Callable[[str], None]
+    data: dataset.Dataset | None = None  # the seeded database, once `dataset()` made it
     _django: bool = False
-    _server: server.Server | None = None
+    _server: Server | None = None
 
-    # --- database ---
-
-    def dataset(self) -> Dataset:
-        """The seeded bench database (seeded on first use if it does not hold the data set)."""
-        if self._dataset is None:
-            self._dataset = prepare(
-                self.db_url,
-                self.env,
-                deposits=self.args.deposits,
-                reseed=self.args.reseed,
-                log=self.log,
+    def dataset(self) -> dataset.Dataset:
+        """The seeded bench database (seeded on first use)."""
+        if self.data is None:
+            args = self.args
+            self.data = dataset.prepare(
+                self.db_url, self.env, deposits=args.deposits, reseed=args.reseed, log=self.log
             )
-        return self._dataset
+        return self.data
 
     def django(self) -> None:
         """Django set up in this process, on the bench database."""
         if not self._django:
-            from bench.dataset import _django
-
             self.dataset()
-            _django(self.db_url)
+            dataset.setup_django(self.db_url, self.env)
             self._django = True
 
-    # --- server and load ---
-
-    def server_env(self, **extra: str) -> dict[str, str]:
+    @contextlib.contextmanager
+    def server(self, *, threads: int = 0, **extra_env: str) -> Iterator[Server]:
+        """gunicorn (bench/settings.py: the service plus GET /bench/baseline) on the bench
+        database, `extra_env` over its environment; stopped on leaving the block."""
         env = {
+            "LOG_LEVEL": "WARNING",
             **self.env,
             "DATABASE_URL": self.db_url,
-            "BENCH_BASELINE": "true",
-            # The per-client limits stay in the stack (their Redis counters are part of every
-            # request's cost) but must not answer 429 to the one client the bench is.
+            "DJANGO_SETTINGS_MODULE": "bench.settings",
+            # The throttle's Redis counters stay in every request's cost, but the one client
+            # the bench is must never be answered 429.
             "RATE_LIMIT_ANON": "1000000000/s",
             "RATE_LIMIT_KEYED": "1000000000/s",
+            **extra_env,
         }
-        env.setdefault("LOG_LEVEL", "WARNING")
-        env.update(extra)
-        return env
-
-    @contextlib.contextmanager
-    def server(self, *, workers: int | None = None, **extra_env: str) -> Iterator[server.Server]:
-        """gunicorn on the bench database; stopped on leaving the block."""
-        with server.gunicorn(
-            self.server_env(**extra_env),
-            workers=workers or self.args.workers,
-            log=self.log,
-        ) as running:
+        with gunicorn(env, workers=self.args.workers, threads=threads, log=self.log) as running:
             self._server = running
             try:
                 yield running
             finally:
                 self._server = None
 
-    def bench_pids(self) -> dict[str, list[int]]:
+    @contextlib.contextmanager
+    def devnet(self, db_name: str) -> Iterator[tuple[str, dict, str]]:
+        """anvil with the devnet deployed (stopped on leaving the block) and a fresh, migrated
+        database `db_name` on the bench's server: (node URL, latETH's manifest, database URL)."""
+        from devchain.anvil import start_anvil
+        from devchain.devnet import deploy_devnet
+
+        with start_anvil() as node:
+            manifest = next(m for m in deploy_devnet(node.url) if m["symbol"] == "latETH")
+            db_url = dataset.with_database(self.db_url, db_name)
+            dataset.create_database(db_url, recreate=True)
+            env = {**self.env, "RPC_URL": node.url}
+            dataset.manage(env, db_url, "migrate", "--noinput", "-v", "0")
+            yield node.url, manifest, db_url
+
+    def pids(self) -> dict[str, list[int]]:
         """The server's processes, and the PostgreSQL backends serving the bench database."""
-        pids = children_of(self._server.process.pid) if self._server else []
-        try:
-            with psycopg.connect(libpq_url(self.db_url), autocommit=True) as conn:
-                rows = conn.execute(
-                    "SELECT pid FROM pg_stat_activity WHERE datname = %s",
-                    [database_name(self.db_url)],
-                ).fetchall()
-        except psycopg.Error:
-            rows = []
-        return {"server": pids, "db": [pid for (pid,) in rows]}
+        server = load.children_of(self._server.process.pid) if self._server else []
+        with dataset.connect(self.db_url, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            ).fetchall()
+        return {"server": server, "db": [pid for (pid,) in rows]}
 
-    def _settings(self, overrides: dict) -> dict:
-        settings = {
-            "duration": self.args.duration,
-            "connections": self.args.connections,
-            "max_requests": self.args.max_requests,
-            "tool": self.args.loadgen,
-            "threads": self.args.threads,
+    def settings(self, **overrides) -> dict:
+        """The command line's load settings, `overrides` over them."""
+        args = self.args
+        return {
+            "duration": args.duration,
+            "connections": args.connections,
+            "max_requests": args.max_requests,
+            "tool": args.loadgen,
+            "threads": args.threads,
+            **overrides,
         }
-        settings.update(overrides)
-        return settings
 
-    def load(self, url: str, *, warmup: bool = True, **overrides) -> http_load.LoadResult:
-        """Warm-up (discarded), then the measured run, with the run's settings."""
-        settings = self._settings(overrides)
-        self._wait_quiet()
-        if warmup and self.args.warmup > 0:
-            http_load.run(url, **{**settings, "duration": self.args.warmup})
-        with CpuMonitor(self.bench_pids) as monitor:
-            result = http_load.run(url, **settings)
-        result.cpu = monitor.usage
-        return result
+    def measure(
+        self, urls: list[str], *, warmup: float, pids: dict[str, list[int]] | None = None
+    ) -> list[load.LoadResult]:
+        """The URLs loaded together, the connections split between them, after a quiet wait
+        and `warmup` s of discarded load. Each result's `cpu` is the whole run's; `pids` are
+        more of the bench's processes."""
+        n, capped = len(urls), self.args.max_requests
+        settings = self.settings(
+            connections=max(1, self.args.connections // n),
+            max_requests=max(1, capped // n) if capped else 0,
+        )
 
-    def load_together(self, urls: list[str], **overrides) -> list[http_load.LoadResult]:
-        """Several URLs loaded at the same time, the connections split between them (no
-        warm-up: load each URL with `load` first). Each result's `cpu` is the whole run's."""
-        settings = self._settings(overrides)
-        settings["connections"] = max(1, settings["connections"] // len(urls))
-        if settings["max_requests"]:
-            settings["max_requests"] = max(1, settings["max_requests"] // len(urls))
-        self._wait_quiet()
-        with CpuMonitor(self.bench_pids) as monitor:
-            results = http_load.run_together(urls, **settings)
-        for result in results:
-            result.cpu = monitor.usage
-        return results
+        def groups() -> dict[str, list[int]]:
+            return {**self.pids(), **(pids or {})}
 
-    def _wait_quiet(self) -> None:
         if self.args.quiet_wait > 0:
-            other = wait_quiet(
-                self.bench_pids, max_other_cores=QUIET_CORES, timeout=self.args.quiet_wait
-            )
+            wait = self.args.quiet_wait
+            other = load.wait_quiet(groups, max_other_cores=QUIET_CORES, timeout=wait)
             if other >= QUIET_CORES:
                 self.log(
                     f"load: other processes still use {other:.2f} cores after waiting "
-                    f"{self.args.quiet_wait:g} s; measuring anyway"
+                    f"{wait:g} s; measuring anyway"
                 )
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+        if warmup > 0:
+            load.run(urls, **{**settings, "duration": warmup})
+        with load.CpuMonitor(groups) as monitor:
+            results = load.run(urls, **settings)
+        for result in results:
+            result.cpu = monitor.usage
+        return results

@@ -1,12 +1,8 @@
 """The bench database: created, migrated and seeded once, then reused while it still matches.
 
-The world is small (4 LATs, 2-3 tokens each, staker nodes and operators, a year of daily
-snapshots) and is written through the ORM; the deposits (1,000,000 by default) are written by one
-`INSERT ... SELECT generate_series(...)` in PostgreSQL, ordered so that `seq` is the dense rank
-of (block_number, log_index, chain_id), oldest first, as deposits/models.py documents.
-
-Seeding is cached: when the database already holds this version's marker LATs and exactly the
-requested number of deposits with `seq` 1..N, nothing is written.
+The world (4 LATs, 2-3 tokens each, staker nodes, operators, a year of daily snapshots) goes
+through the ORM; the deposits are one `INSERT ... SELECT generate_series(...)`, ordered so that
+`seq` is the dense rank of (block_number, log_index, chain_id), oldest first.
 """
 
 from __future__ import annotations
@@ -19,10 +15,11 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from bench.config import PYTHON, REPO, database_name, libpq_url, with_database
+from bench import PYTHON, REPO
 
 # Bump when the seeded world changes: the marker addresses change with it, forcing a reseed.
 DATASET_VERSION = 1
@@ -75,85 +72,61 @@ def address(tag: str) -> str:
     return to_checksum_address("0x" + digest[:40])
 
 
-def marker_addresses() -> list[str]:
-    return [address(f"lat:{spec.symbol}:proxy") for spec in LATS]
-
-
 @dataclass
 class Dataset:
     db_url: str
     deposits: int
-    lats: list[dict[str, str]] = field(default_factory=list)  # symbol, proxy_address
-    seeded_now: bool = False
-    seed_seconds: float = 0.0
+    lats: list[str] = field(default_factory=list)  # the marker LATs' proxy addresses
+    seed_seconds: float | None = None  # None: reused
 
     @property
     def primary_lat(self) -> str:
-        return self.lats[0]["proxy_address"]
+        return self.lats[0]
 
 
-# --- database -------------------------------------------------------------------------------
+# --- the database ---------------------------------------------------------------------------
 
 
-def _maintenance_url(db_url: str) -> str:
-    return libpq_url(with_database(db_url, "postgres"))
+def with_database(url: str, name: str) -> str:
+    """The same server and credentials as `url`, another database name."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"postgres", "postgresql", "pgsql"}:
+        raise SystemExit(f"bench: DATABASE_URL must be a PostgreSQL URL, got {parts.scheme!r}.")
+    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
 
 
-def ensure_database(db_url: str, *, recreate: bool = False) -> None:
-    """Create the bench database if missing (drop it first when asked)."""
+def database_name(url: str) -> str:
+    return urlsplit(url).path.lstrip("/")
+
+
+def connect(url: str, **kwargs) -> psycopg.Connection:
+    """psycopg on a django-environ URL (which may say pgsql://)."""
+    return psycopg.connect(urlunsplit(("postgresql", *urlsplit(url)[1:])), **kwargs)
+
+
+def manage(env: dict[str, str], db_url: str, *args: str) -> None:
+    """`manage.py <args>` in a subprocess on `db_url`."""
+    cmd = [PYTHON, "manage.py", *args]
+    env = {**env, "DATABASE_URL": db_url}
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+
+
+def create_database(db_url: str, *, recreate: bool = False) -> None:
+    """Create the database if missing (drop it first when asked, if its name ends in _bench)."""
     name = database_name(db_url)
-    if not name.endswith("_bench") and recreate:
-        raise SystemExit(f"bench: refusing to drop {name!r}: its name does not end in _bench.")
-    with psycopg.connect(_maintenance_url(db_url), autocommit=True) as conn:
+    if recreate and not name.endswith("_bench"):
+        raise RuntimeError(f"bench: refusing to drop {name!r}: its name does not end in _bench")
+    with connect(with_database(db_url, "postgres"), autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
         if exists and recreate:
             conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-            exists = None
-        if not exists:
+        if recreate or not exists:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def migrate(db_url: str, env: dict[str, str]) -> None:
-    result = subprocess.run(
-        [PYTHON, "manage.py", "migrate", "--noinput", "-v", "0"],
-        cwd=REPO,
-        env={**env, "DATABASE_URL": db_url},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise SystemExit(f"bench: migrate failed on {db_url}:\n{result.stdout}{result.stderr}")
-
-
-def _seeded(db_url: str, deposits: int) -> list[dict[str, str]] | None:
-    """The marker LATs if the database holds exactly this data set, else None."""
-    markers = marker_addresses()
-    try:
-        with psycopg.connect(libpq_url(db_url)) as conn:
-            rows = conn.execute(
-                "SELECT symbol, proxy_address FROM lats_lat WHERE proxy_address = ANY(%s)",
-                [markers],
-            ).fetchall()
-            if len(rows) != len(markers):
-                return None
-            count, low, high = conn.execute(
-                "SELECT count(*), min(seq), max(seq) FROM deposits_deposit"
-            ).fetchone()
-    except psycopg.errors.UndefinedTable:
-        return None
-    if count != deposits or low != 1 or high != deposits:
-        return None
-    by_address = {proxy: symbol for symbol, proxy in rows}
-    return [{"symbol": by_address[a], "proxy_address": a} for a in markers]
-
-
-def _has_rows(db_url: str) -> bool:
-    with psycopg.connect(libpq_url(db_url)) as conn:
-        return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM lats_lat)").fetchone()[0])
-
-
-def migration_files() -> dict[str, str]:
+def _migration_files() -> dict[str, str]:
     """The project's migration files and a hash of each."""
     return {
         str(path.relative_to(REPO)): hashlib.sha256(path.read_bytes()).hexdigest()[:16]
@@ -161,77 +134,83 @@ def migration_files() -> dict[str, str]:
     }
 
 
-def _recorded_migrations(db_url: str) -> dict[str, str] | None:
-    """The migration files the database was last migrated with (a comment on the database)."""
-    with psycopg.connect(_maintenance_url(db_url)) as conn:
-        row = conn.execute(
-            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
-            [database_name(db_url)],
-        ).fetchone()
-    try:
-        return json.loads(row[0]) if row and row[0] else None
-    except ValueError:
-        return None
-
-
-def _record_migrations(db_url: str) -> None:
-    comment = json.dumps(migration_files(), sort_keys=True).replace("'", "''")
-    with psycopg.connect(_maintenance_url(db_url), autocommit=True) as conn:
+def _migrate(db_url: str, env: dict[str, str], files: dict[str, str]) -> None:
+    """Migrate, and record the migration files on the database (as its comment)."""
+    manage(env, db_url, "migrate", "--noinput", "-v", "0")
+    comment = json.dumps(files, sort_keys=True).replace("'", "''")
+    with connect(db_url, autocommit=True) as conn:
         conn.execute(f"COMMENT ON DATABASE \"{database_name(db_url)}\" IS '{comment}'")
 
 
-def _migrations_rewritten(db_url: str) -> list[str]:
+def _rewritten(db_url: str, files: dict[str, str]) -> list[str]:
     """Migrations applied to the database whose files changed since (edited in place)."""
-    recorded = _recorded_migrations(db_url)
-    if recorded is None:
-        # Migrated by something else, or before the bench recorded what it ran: unknown.
-        with psycopg.connect(libpq_url(db_url)) as conn:
-            migrated = conn.execute("SELECT to_regclass('django_migrations')").fetchone()[0]
+    with connect(db_url) as conn:
+        comment, migrated = conn.execute(
+            "SELECT shobj_description(oid, 'pg_database'), to_regclass('django_migrations')"
+            " FROM pg_database WHERE datname = current_database()"
+        ).fetchone()
+    try:
+        recorded = json.loads(comment) if comment else None
+    except ValueError:
+        recorded = None
+    if recorded is None:  # migrated by something else, or never: unknown
         return ["not recorded"] if migrated else []
-    current = migration_files()
-    return [name for name, digest in recorded.items() if current.get(name) != digest]
+    return [name for name, digest in recorded.items() if files.get(name) != digest]
 
 
-def prepare(db_url: str, env: dict[str, str], *, deposits: int, reseed: bool, log=print) -> Dataset:
+def _seeded(db_url: str, deposits: int) -> tuple[bool, list[str] | None]:
+    """(whether the database holds any LAT, the marker LATs if it holds exactly this data set)."""
+    markers = [address(f"lat:{spec.symbol}:proxy") for spec in LATS]
+    with connect(db_url) as conn:
+        found, any_lat = conn.execute(
+            "SELECT count(*) FILTER (WHERE proxy_address = ANY(%s)), count(*) > 0 FROM lats_lat",
+            [markers],
+        ).fetchone()
+        seqs = conn.execute("SELECT count(*), min(seq), max(seq) FROM deposits_deposit").fetchone()
+    same = found == len(markers) and seqs == (deposits, 1, deposits)
+    return any_lat, markers if same else None
+
+
+def prepare(db_url: str, env: dict[str, str], *, deposits: int, reseed: bool, log) -> Dataset:
     """Make the bench database hold the data set; seed it only when it does not already.
 
     New migrations are applied to the seeded data; a migration edited in place since the
-    database was migrated (which `migrate` would not notice) makes the database start afresh.
+    database was migrated (which `migrate` would not notice) makes it start afresh.
     """
-    ensure_database(db_url, recreate=reseed)
-    rewritten = _migrations_rewritten(db_url)
+    name, files = database_name(db_url), _migration_files()
+    create_database(db_url, recreate=reseed)
+    rewritten = _rewritten(db_url, files)
     if rewritten:
         log(f"dataset: migrations changed in place ({', '.join(rewritten)}); recreating")
-        ensure_database(db_url, recreate=True)
-    migrate(db_url, env)
-    _record_migrations(db_url)
-    lats = _seeded(db_url, deposits)
+        create_database(db_url, recreate=True)
+    _migrate(db_url, env, files)
+    any_lat, lats = _seeded(db_url, deposits)
     if lats is not None:
-        log(f"dataset: {database_name(db_url)} already seeded ({deposits:,} deposits), reused")
-        return Dataset(db_url=db_url, deposits=deposits, lats=lats)
-    if _has_rows(db_url):
-        log(f"dataset: {database_name(db_url)} holds another data set; recreating it")
-        ensure_database(db_url, recreate=True)
-        migrate(db_url, env)
+        log(f"dataset: {name} already seeded ({deposits:,} deposits), reused")
+        return Dataset(db_url, deposits, lats)
+    if any_lat:
+        log(f"dataset: {name} holds another data set; recreating it")
+        create_database(db_url, recreate=True)
+        _migrate(db_url, env, files)
     started = time.monotonic()
-    seed(db_url, deposits=deposits, log=log)
-    lats = _seeded(db_url, deposits)
+    setup_django(db_url, env)
+    world = _seed_world(deposits)
+    log(f"dataset: world (LATs, tokens, nodes, operators) in {time.monotonic() - started:.1f} s")
+    _seed_deposits(db_url, world, deposits, log)
+    lats = _seeded(db_url, deposits)[1]
     if lats is None:
         raise SystemExit("bench: seeding finished but the data set does not check out.")
     elapsed = time.monotonic() - started
     log(f"dataset: seeded {deposits:,} deposits in {elapsed:.1f} s")
-    return Dataset(
-        db_url=db_url, deposits=deposits, lats=lats, seeded_now=True, seed_seconds=elapsed
-    )
+    return Dataset(db_url, deposits, lats, seed_seconds=elapsed)
 
 
 # --- seeding --------------------------------------------------------------------------------
 
 
-def _django(db_url: str) -> None:
-    """Set Django up on the bench database (this process only)."""
-    os.environ["DATABASE_URL"] = db_url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "latsite.settings")
+def setup_django(db_url: str, env: dict[str, str]) -> None:
+    """Django set up in this process on `db_url`: Django reads its settings from os.environ."""
+    os.environ.update({**env, "DATABASE_URL": db_url})
     import django
 
     django.setup()
@@ -242,21 +221,13 @@ def _django(db_url: str) -> None:
         raise SystemExit(f"bench: Django is already set up on {configured!r}, not the bench DB.")
 
 
-def _unit_eth_price(spec: LatSpec) -> Decimal:
-    return Decimal(1) if spec.base_symbol == "ETH" else TOKENS[spec.base_symbol][2]
-
-
 def _seed_world(deposits: int) -> list[dict]:
-    """AVSs, tokens, LATs and their tokens, fees, operators, nodes, snapshots (ORM)."""
+    """Tokens, operators, then each LAT with all that hangs from it (ORM, one transaction)."""
     from django.db import transaction
 
-    from deposits.models import DepositCheckpoint
-    from lats.models import Avs, FeeStructure, Lat, LatToken, Token
-    from lats.selectors import APY_WINDOWS
-    from metrics.models import MetricSnapshot
-    from operators.models import NodeAsset, Operator, OperatorAvsSplit, StakerNode
+    from lats.models import Token
+    from operators.models import Operator
 
-    seeded: list[dict] = []
     with transaction.atomic():
         tokens = {
             symbol: Token.objects.create(
@@ -279,139 +250,155 @@ def _seed_world(deposits: int) -> list[dict]:
             )
             for i in range(OPERATORS)
         ]
-        day0 = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
+        world = []
         for n, spec in enumerate(LATS):
-            avs = Avs.objects.create(
-                chain_id=CHAIN_ID,
-                address=address(f"avs:{spec.avs_name}"),
-                metadata_name=spec.avs_name,
-                metadata_description=f"{spec.avs_name}, an actively validated service.",
-                metadata_website=f"https://{spec.avs_name.lower().replace(' ', '')}.example",
-                metadata_logo="https://avs.example/logo.png",
-                metadata_social="https://x.com/avs",
-                tags=["restaking", "avs"],
-                metadata_token_address=(
-                    tokens[spec.base_symbol].address if spec.base_symbol in tokens else None
-                ),
+            lat, avs = _seed_lat(n, spec, tokens)
+            links = _seed_holdings(n, spec, lat, avs, tokens, operators)
+            _seed_snapshots(spec, lat, deposits)
+            links = [(link, TOKENS[link.token.symbol][4]) for link in links]
+            world.append({"lat_id": lat.id, "spec": spec, "links": links})
+        return world
+
+
+def _seed_lat(n: int, spec: LatSpec, tokens: dict):
+    """The LAT's AVS, the LAT and its fees."""
+    from lats.models import Avs, FeeStructure, Lat
+    from lats.selectors import APY_WINDOWS
+
+    base = tokens.get(spec.base_symbol)
+    avs = Avs.objects.create(
+        chain_id=CHAIN_ID,
+        address=address(f"avs:{spec.avs_name}"),
+        metadata_name=spec.avs_name,
+        metadata_description=f"{spec.avs_name}, an actively validated service.",
+        metadata_website=f"https://{spec.avs_name.lower().replace(' ', '')}.example",
+        metadata_logo="https://avs.example/logo.png",
+        metadata_social="https://x.com/avs",
+        tags=["restaking", "avs"],
+        metadata_token_address=base.address if base else None,
+    )
+    unit_eth = _unit_eth(spec)
+    total_supply = _total_supply(spec)
+    contracts = ("liquidToken", "liquidTokenManager", "stakerNodeCoordinator")
+    lat = Lat.objects.create(
+        chain_id=CHAIN_ID,
+        proxy_address=address(f"lat:{spec.symbol}:proxy"),
+        implementation_address=address(f"lat:{spec.symbol}:impl"),
+        name=f"{spec.name} [bench v{DATASET_VERSION}]",
+        symbol=spec.symbol,
+        avs=avs,
+        base_asset=BEACON_CHAIN_ETH if spec.base_symbol == "ETH" else base.address,
+        base_asset_symbol=spec.base_symbol,
+        max_nodes=spec.nodes + 4,
+        deployment_block=FIRST_BLOCK - 1000,
+        contract_deployments={
+            kind: {name: address(f"lat:{spec.symbol}:{tag}:{name}") for name in contracts}
+            for kind, tag in (("implementation", "impl"), ("proxy", "proxy"))
+        },
+        delegation_manager=address("eigenlayer:delegationManager"),
+        strategy_manager=address("eigenlayer:strategyManager"),
+        rewards_coordinator=address("eigenlayer:rewardsCoordinator"),
+        avs_directory=address("eigenlayer:avsDirectory"),
+        total_assets=total_supply * 1023 // 1000,
+        total_supply=total_supply,
+        unit_eth_price=int(unit_eth * WAD),
+        apys={
+            window: {
+                "apy": f"{2.0 + n * 0.4 + w * 0.05:.4f}",
+                "baseApy": "2.9",
+                "nativeApy": f"{0.3 + w * 0.01:.4f}",
+                "totalApy": f"{4.9 + n * 0.4 + w * 0.05:.4f}",
+            }
+            for w, window in enumerate(APY_WINDOWS)
+        },
+        state_block=FIRST_BLOCK + 2_700_000,
+    )
+    FeeStructure.objects.create(lat=lat, management_fee=Decimal("1.5"), performance_fee=10)
+    return lat, avs
+
+
+def _unit_eth(spec: LatSpec) -> Decimal:
+    return Decimal(1) if spec.base_symbol == "ETH" else TOKENS[spec.base_symbol][2]
+
+
+def _total_supply(spec: LatSpec) -> int:
+    return 50_000 * WAD // max(1, int(_unit_eth(spec) * 10))
+
+
+def _seed_holdings(n, spec, lat, avs, tokens, operators) -> list:
+    """The LAT's tokens, staker nodes and their assets, AVS splits and checkpoint; returns its
+    LatTokens."""
+    from deposits.models import DepositCheckpoint
+    from lats.models import LatToken
+    from operators.models import NodeAsset, OperatorAvsSplit, StakerNode
+
+    links = [
+        LatToken.objects.create(
+            lat=lat,
+            token=tokens[symbol],
+            strategy_address=address(f"strategy:{symbol}"),
+            volatility_threshold=5 * 10**16,
+            price_per_unit=int(TOKENS[symbol][2] / _unit_eth(spec) * WAD),
+            decimals=TOKENS[symbol][1],
+            balance=(k + 3) * 37 * 10 ** TOKENS[symbol][1],
+            queued_balance=(k + 1) * 5 * 10 ** TOKENS[symbol][1],
+        )
+        for k, symbol in enumerate(spec.tokens)
+    ]
+    for i in range(spec.nodes):
+        operator = None if i == spec.nodes - 1 else operators[(n * 5 + i) % OPERATORS]
+        node = StakerNode.objects.create(
+            lat=lat,
+            address=address(f"lat:{spec.symbol}:node:{i}"),
+            node_id=i,
+            operator=operator,
+            created_at_block=FIRST_BLOCK + i * 1000,
+            created_at=FIRST_BLOCK_AT + dt.timedelta(hours=i),
+            updated_at_block=FIRST_BLOCK + 2_000_000 + i,
+            updated_at=FIRST_BLOCK_AT + dt.timedelta(days=300, hours=i),
+        )
+        NodeAsset.objects.bulk_create(
+            NodeAsset(
+                node=node,
+                token=link.token,
+                strategy_address=link.strategy_address,
+                core_shares=(i + k + 1) * 91 * 10**link.decimals,
+                staked_amount=(i + k + 1) * 93 * 10**link.decimals,
             )
-            unit_eth = _unit_eth_price(spec)
-            total_supply = 50_000 * WAD // max(1, int(unit_eth * 10))
-            lat = Lat.objects.create(
-                chain_id=CHAIN_ID,
-                proxy_address=address(f"lat:{spec.symbol}:proxy"),
-                implementation_address=address(f"lat:{spec.symbol}:impl"),
-                name=f"{spec.name} [bench v{DATASET_VERSION}]",
-                symbol=spec.symbol,
-                avs=avs,
-                base_asset=(
-                    BEACON_CHAIN_ETH
-                    if spec.base_symbol == "ETH"
-                    else tokens[spec.base_symbol].address
-                ),
-                base_asset_symbol=spec.base_symbol,
-                max_nodes=spec.nodes + 4,
-                deployment_block=FIRST_BLOCK - 1000,
-                contract_deployments={
-                    "implementation": {
-                        name: address(f"lat:{spec.symbol}:impl:{name}")
-                        for name in ("liquidToken", "liquidTokenManager", "stakerNodeCoordinator")
-                    },
-                    "proxy": {
-                        name: address(f"lat:{spec.symbol}:proxy:{name}")
-                        for name in ("liquidToken", "liquidTokenManager", "stakerNodeCoordinator")
-                    },
-                },
-                delegation_manager=address("eigenlayer:delegationManager"),
-                strategy_manager=address("eigenlayer:strategyManager"),
-                rewards_coordinator=address("eigenlayer:rewardsCoordinator"),
-                avs_directory=address("eigenlayer:avsDirectory"),
-                total_assets=total_supply * 1023 // 1000,
-                total_supply=total_supply,
-                unit_eth_price=int(unit_eth * WAD),
-                apys={
-                    window: {
-                        "apy": f"{2.0 + n * 0.4 + w * 0.05:.4f}",
-                        "baseApy": "2.9",
-                        "nativeApy": f"{0.3 + w * 0.01:.4f}",
-                        "totalApy": f"{4.9 + n * 0.4 + w * 0.05:.4f}",
-                    }
-                    for w, window in enumerate(APY_WINDOWS)
-                },
-                state_block=FIRST_BLOCK + 2_700_000,
-            )
-            FeeStructure.objects.create(
-                lat=lat, management_fee=Decimal("1.5"), performance_fee=Decimal("10")
-            )
-            links = []
-            for k, symbol in enumerate(spec.tokens):
-                _, decimals, eth_price, _, _ = TOKENS[symbol]
-                links.append(
-                    LatToken.objects.create(
-                        lat=lat,
-                        token=tokens[symbol],
-                        strategy_address=address(f"strategy:{symbol}"),
-                        volatility_threshold=5 * 10**16,
-                        price_per_unit=int(eth_price / unit_eth * WAD),
-                        decimals=decimals,
-                        balance=(k + 3) * 37 * 10**decimals,
-                        queued_balance=(k + 1) * 5 * 10**decimals,
-                    )
-                )
-            for i in range(spec.nodes):
-                operator = None if i == spec.nodes - 1 else operators[(n * 5 + i) % OPERATORS]
-                node = StakerNode.objects.create(
-                    lat=lat,
-                    address=address(f"lat:{spec.symbol}:node:{i}"),
-                    node_id=i,
-                    operator=operator,
-                    created_at_block=FIRST_BLOCK + i * 1000,
-                    created_at=FIRST_BLOCK_AT + dt.timedelta(hours=i),
-                    updated_at_block=FIRST_BLOCK + 2_000_000 + i,
-                    updated_at=FIRST_BLOCK_AT + dt.timedelta(days=300, hours=i),
-                )
-                NodeAsset.objects.bulk_create(
-                    NodeAsset(
-                        node=node,
-                        token=link.token,
-                        strategy_address=link.strategy_address,
-                        core_shares=(i + k + 1) * 91 * 10**link.decimals,
-                        staked_amount=(i + k + 1) * 93 * 10**link.decimals,
-                    )
-                    for k, link in enumerate(links)
-                )
-                if operator is not None and i % 2 == 0:
-                    OperatorAvsSplit.objects.get_or_create(
-                        operator=operator, avs=avs, defaults={"split_bips": 500 + 100 * (i % 5)}
-                    )
-            DepositCheckpoint.objects.create(
-                lat=lat, block_number=FIRST_BLOCK + 2_700_000, block_hash="0x" + "ab" * 32
-            )
-            MetricSnapshot.objects.bulk_create(
-                MetricSnapshot(
-                    lat=lat,
-                    timestamp=day0 + dt.timedelta(days=d),
-                    block_number=FIRST_BLOCK + 1_400_000 + d * 7200,
-                    total_assets=total_supply * (1000 + d // 16) // 1000,
-                    total_supply=total_supply,
-                    total_tvl_eth=Decimal(40_000 + d * 25),
-                    staked_tvl_eth=Decimal(30_000 + d * 20),
-                    unstaked_tvl_eth=Decimal(10_000 + d * 5),
-                    apy=Decimal("2.5"),
-                    base_apy=Decimal("2.9"),
-                    native_apy=Decimal("0.3"),
-                    total_apy=Decimal("5.4"),
-                    total_users=int(deposits * spec.share * (d + 1) / 2000),
-                )
-                for d in range(365)
-            )
-            seeded.append(
-                {
-                    "lat_id": lat.id,
-                    "spec": spec,
-                    "links": [(link, TOKENS[link.token.symbol][4]) for link in links],
-                }
-            )
-    return seeded
+            for k, link in enumerate(links)
+        )
+        if operator is not None and i % 2 == 0:
+            split = {"split_bips": 500 + 100 * (i % 5)}
+            OperatorAvsSplit.objects.get_or_create(operator=operator, avs=avs, defaults=split)
+    DepositCheckpoint.objects.create(
+        lat=lat, block_number=FIRST_BLOCK + 2_700_000, block_hash="0x" + "ab" * 32
+    )
+    return links
+
+
+def _seed_snapshots(spec: LatSpec, lat, deposits: int) -> None:
+    """A year of daily snapshots of the LAT."""
+    from metrics.models import MetricSnapshot
+
+    supply, day0 = _total_supply(spec), dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
+    MetricSnapshot.objects.bulk_create(
+        MetricSnapshot(
+            lat=lat,
+            timestamp=day0 + dt.timedelta(days=d),
+            block_number=FIRST_BLOCK + 1_400_000 + d * 7200,
+            total_assets=supply * (1000 + d // 16) // 1000,
+            total_supply=supply,
+            total_tvl_eth=Decimal(40_000 + d * 25),
+            staked_tvl_eth=Decimal(30_000 + d * 20),
+            unstaked_tvl_eth=Decimal(10_000 + d * 5),
+            apy=Decimal("2.5"),
+            base_apy=Decimal("2.9"),
+            native_apy=Decimal("0.3"),
+            total_apy=Decimal("5.4"),
+            total_users=int(deposits * spec.share * (d + 1) / 2000),
+        )
+        for d in range(365)
+    )
 
 
 DEPOSITS_SQL = """
@@ -484,81 +471,57 @@ def _drop_secondary(conn: psycopg.Connection, table: str) -> list[str]:
     return rebuild
 
 
+SETUP_SQL = """
+SET synchronous_commit = off; SET work_mem = '256MB'; SET maintenance_work_mem = '512MB';
+CREATE TEMP TABLE bench_addr (idx int PRIMARY KEY, address varchar(42));
+CREATE TEMP TABLE bench_lat (
+    pos int PRIMARY KEY, lat_id bigint, chain_id bigint, lo float8, hi float8, ntokens int
+);
+CREATE TEMP TABLE bench_asset (
+    pos int, k int, address varchar(42), max_whole numeric, one numeric, unit_factor numeric,
+    PRIMARY KEY (pos, k)
+);
+"""
+
+
 def _seed_deposits(db_url: str, world: list[dict], deposits: int, log) -> None:
-    with psycopg.connect(libpq_url(db_url)) as conn:
-        conn.execute("SET synchronous_commit = off")
-        conn.execute("SET work_mem = '256MB'")
-        conn.execute("SET maintenance_work_mem = '512MB'")
-        conn.execute("CREATE TEMP TABLE bench_addr (idx int PRIMARY KEY, address varchar(42))")
-        with conn.cursor().copy("COPY bench_addr (idx, address) FROM STDIN") as copy:
+    lats, assets, low = [], [], 0.0
+    for pos, item in enumerate(world):
+        high = 1.0 if pos == len(world) - 1 else low + item["spec"].share
+        lats.append((pos, item["lat_id"], CHAIN_ID, low, high, len(item["links"])))
+        low = high
+        for k, (link, max_whole) in enumerate(item["links"]):
+            # shares (1e18) per smallest token unit: to the unit of account, 1:1 supply
+            factor = Decimal(10) ** (18 - link.decimals) * Decimal(link.price_per_unit) / WAD
+            assets.append((pos, k, link.token.address, max_whole, 10**link.decimals, factor))
+    with connect(db_url) as conn, conn.cursor() as cur:
+        cur.execute(SETUP_SQL)
+        with cur.copy("COPY bench_addr (idx, address) FROM STDIN") as copy:
             for i in range(ADDRESS_POOL + 1):
                 copy.write_row((i, address(f"user:{i}")))
-        conn.execute(
-            "CREATE TEMP TABLE bench_lat (pos int PRIMARY KEY, lat_id bigint, chain_id bigint,"
-            " lo float8, hi float8, ntokens int)"
-        )
-        conn.execute(
-            "CREATE TEMP TABLE bench_asset (pos int, k int, address varchar(42),"
-            " max_whole numeric, one numeric, unit_factor numeric, PRIMARY KEY (pos, k))"
-        )
-        low = 0.0
-        for pos, item in enumerate(world):
-            spec: LatSpec = item["spec"]
-            high = 1.0 if pos == len(world) - 1 else low + spec.share
-            conn.execute(
-                "INSERT INTO bench_lat VALUES (%s, %s, %s, %s, %s, %s)",
-                [pos, item["lat_id"], CHAIN_ID, low, high, len(item["links"])],
-            )
-            low = high
-            for k, (link, max_whole) in enumerate(item["links"]):
-                # shares (1e18) per smallest token unit: to the unit of account, 1:1 supply
-                unit_factor = Decimal(10) ** (18 - link.decimals) * Decimal(link.price_per_unit)
-                conn.execute(
-                    "INSERT INTO bench_asset VALUES (%s, %s, %s, %s, %s, %s)",
-                    [
-                        pos,
-                        k,
-                        link.token.address,
-                        max_whole,
-                        10**link.decimals,
-                        unit_factor / WAD,
-                    ],
-                )
-        conn.execute("ANALYZE bench_addr")
-        conn.execute("ANALYZE bench_lat")
-        conn.execute("ANALYZE bench_asset")
-        conn.execute("SELECT setseed(0.4242)")
+        cur.executemany("INSERT INTO bench_lat VALUES (%s, %s, %s, %s, %s, %s)", lats)
+        cur.executemany("INSERT INTO bench_asset VALUES (%s, %s, %s, %s, %s, %s)", assets)
+        cur.execute("ANALYZE bench_addr; ANALYZE bench_lat; ANALYZE bench_asset")
+        cur.execute("SELECT setseed(0.4242)")
         started = time.monotonic()
         # Bulk-load practice: drop the secondary indexes and constraints, insert, rebuild them
         # (one sort each instead of a million index insertions), all in one transaction.
         rebuild = _drop_secondary(conn, "deposits_deposit")
-        conn.execute(
-            DEPOSITS_SQL.format(
-                n=int(deposits),
-                first_block=FIRST_BLOCK,
-                first_at=FIRST_BLOCK_AT.isoformat(),
-                pool=ADDRESS_POOL,
-            )
+        first_at, pool = FIRST_BLOCK_AT.isoformat(), ADDRESS_POOL
+        cur.execute(
+            DEPOSITS_SQL.format(n=deposits, first_block=FIRST_BLOCK, first_at=first_at, pool=pool)
         )
         inserted = time.monotonic()
         for statement in rebuild:
-            conn.execute(statement)
+            cur.execute(statement)
         conn.commit()
         log(
             f"dataset: inserted {deposits:,} deposits in {inserted - started:.1f} s, "
             f"rebuilt {len(rebuild)} indexes and constraints in {time.monotonic() - inserted:.1f} s"
         )
-    with psycopg.connect(libpq_url(db_url), autocommit=True) as conn:
+    with connect(db_url, autocommit=True) as conn:
         started = time.monotonic()
         # What autovacuum would have done by now in production: statistics and a visibility map.
         conn.execute("VACUUM (ANALYZE) deposits_deposit")
         conn.execute("ANALYZE")
         log(f"dataset: VACUUM ANALYZE in {time.monotonic() - started:.1f} s")
-
-
-def seed(db_url: str, *, deposits: int, log=print) -> None:
-    _django(db_url)
-    started = time.monotonic()
-    world = _seed_world(deposits)
-    log(f"dataset: world (LATs, tokens, nodes, operators) in {time.monotonic() - started:.1f} s")
-    _seed_deposits(db_url, world, deposits, log)

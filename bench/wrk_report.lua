@@ -1,5 +1,6 @@
--- wrk script of bench/http_load.py: caps the requests per thread (first script argument),
--- counts every answer that is not 200, and prints one JSON line the runner parses.
+-- wrk script of bench/load.py: caps the requests per thread (first script argument), POSTs the
+-- second argument as JSON when there is one, counts every answer that is not 200, and prints
+-- one JSON line the runner parses.
 --
 -- wrk's own duration is always the -d it was given, even when every thread stopped early at
 -- the cap, so each thread also notes when it started and when it stopped (monotonic clock,
@@ -26,6 +27,11 @@ end
 
 function init(args)
   cap = tonumber(args[1] or "0") or 0
+  if args[2] then -- wrk formats the request after init()
+    wrk.method = "POST"
+    wrk.body = args[2]
+    wrk.headers["Content-Type"] = "application/json"
+  end
   answered = 0
   non200 = 0
   started = now_us()

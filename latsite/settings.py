@@ -248,8 +248,6 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# Serve GET /bench/baseline (constant JSON through the same stack) for benchmarks only.
-BENCH_BASELINE = env.bool("BENCH_BASELINE", default=False)
 # Largest body POST /lat/{address}/deposit and /simulate-deposit accept, bytes (else a 400).
 DEPOSIT_BODY_MAX_BYTES = env.int("DEPOSIT_BODY_MAX_BYTES", default=16384)
 # Most entries (assets/amounts) one deposit request may carry (else a 422).

@@ -1,4 +1,3 @@
-from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
 
@@ -29,10 +28,6 @@ urlpatterns = [
     path("docs/errors", views.error_docs, name="docs-errors"),
     path("health", views.health, name="health"),
     path("admin/", admin.site.urls),
-]
-if settings.BENCH_BASELINE:
-    urlpatterns.append(path("bench/baseline", views.BaselineView.as_view()))
-urlpatterns += [
     # Anything else is a JSON 404, whatever DEBUG says.
     re_path(r"^(?P<unmatched>.*)$", views.not_found),
 ]

@@ -14,8 +14,6 @@ from django.views.decorators.cache import cache_control
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.renderers import JSONRenderer
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from latsite.api.errors import ERROR_CODES, handler404, json_error, method_not_allowed
 from latsite.middleware import is_admin_path
@@ -84,18 +82,6 @@ class SwaggerView(JsonErrorsMixin, SpectacularSwaggerView):
 
 class RedocView(JsonErrorsMixin, SpectacularRedocView):
     pass
-
-
-_CONSTANT = {"data": [{"name": "baseline", "value": "1000000000000000000"}]}
-
-
-class BaselineView(APIView):
-    """Constant JSON through the same stack as the API (benchmarks' baseline); not in the schema."""
-
-    schema = None
-
-    def get(self, request):
-        return Response(_CONSTANT)
 
 
 @csrf_exempt

@@ -1,10 +1,5 @@
-"""Section `api`: read endpoints of the production server under concurrent load.
-
-Each endpoint gets a warm-up, then `--duration` seconds of closed-loop load from
-`--connections` connections. Throughput is compared with `GET /bench/baseline`, a DRF view that
-answers constant JSON through the same middleware, DRF and gunicorn stack but reads no database:
-the ratio shows what the endpoint's own work (queries, serialisation) costs.
-"""
+"""Section `api`: the read endpoints under closed-loop load, beside `GET /bench/baseline` (constant
+JSON through the same stack, no database): the ratio is what the endpoint's own work costs."""
 
 from __future__ import annotations
 
@@ -12,30 +7,35 @@ import json
 import statistics
 import time
 
-from bench.context import QUIET_CORES, Context, SectionResult, Target
-from bench.http_load import LoadResult
+from bench.context import Context, SectionResult, Target
+from bench.load import LoadResult
 
 TITLE = "HTTP read endpoints under load (gunicorn, bench database)"
 DEEP_SKIP = 900_000
 MIN_RATIO = 0.30  # each API endpoint: at least 30% of the baseline's throughput
 MAX_DEEP_P50_FACTOR = 2.0  # the deep page's p50 within 2x the first page's
-PAIRED_OF = ("deposits first page", "deposits deep page")
-PAIRED = ("first and deep pages together", "")
+PAIRED = ("deposits first page", "deposits deep page")
+COLUMNS = ["endpoint", "req/s", "p50 ms", "p90 ms", "p99 ms", "vs baseline", "requests"]
+COLUMNS += ["errors", "CPU srv/db/gen/other", "req/CPU-s"]
 
 
-def _endpoints(ctx: Context) -> list[tuple[str, str]]:
+def endpoints(ctx: Context) -> dict[str, str]:
+    """Name: path of the baseline and the read endpoints."""
     lat = ctx.dataset().primary_lat
-    skip = min(DEEP_SKIP, max(0, ctx.args.deposits - 12))
-    return [
-        ("baseline", "/bench/baseline"),
-        ("lat list", "/lat"),
-        ("lat detail", f"/lat/{lat}?withTvl=true&withCuratedMetadata=true&withRewards=true"),
-        ("deposits first page", "/metrics/deposits"),
-        ("deposits deep page", f"/metrics/deposits?skip={skip}"),
-    ]
+    return {
+        "baseline": "/bench/baseline",
+        "lat list": "/lat",
+        "lat detail": f"/lat/{lat}?withTvl=true&withCuratedMetadata=true&withRewards=true",
+        "deposits first page": "/metrics/deposits",
+        "deposits deep page": f"/metrics/deposits?skip={_deep_skip(ctx)}",
+    }
 
 
-def _smoke(name: str, status: int, body: bytes, ctx: Context) -> str | None:
+def _deep_skip(ctx: Context) -> int:
+    return min(DEEP_SKIP, max(0, ctx.args.deposits - 12))
+
+
+def smoke(ctx: Context, name: str, status: int, body: bytes) -> str | None:
     """Why one answer is not what the endpoint should give for the data set, or None."""
     if status != 200:
         return f"{name}: HTTP {status}: {body[:300]!r}"
@@ -43,136 +43,29 @@ def _smoke(name: str, status: int, body: bytes, ctx: Context) -> str | None:
         data = json.loads(body)
     except ValueError:
         return f"{name}: not JSON: {body[:300]!r}"
-    deposits = ctx.dataset().deposits
-    if name.startswith("baseline"):
-        return None if "data" in data else f"{name}: unexpected body {body[:200]!r}"
-    if name.startswith("deposits"):
-        if data.get("meta", {}).get("total") != deposits:
-            return f"{name}: meta.total is {data.get('meta')}, expected {deposits:,}"
-        if len(data.get("data") or []) != 12:
-            return f"{name}: {len(data.get('data') or [])} rows, expected 12"
-    elif name == "lat list" and len(data.get("data") or []) != len(ctx.dataset().lats):
-        return f"{name}: {len(data.get('data') or [])} LATs, expected {len(ctx.dataset().lats)}"
-    elif name == "lat detail" and "tvl" not in data:
+    rows, expect = len(data.get("data") or []), ctx.dataset()
+    if name.startswith("baseline") and "data" not in data:
+        return f"{name}: unexpected body {body[:200]!r}"
+    if name.startswith("deposits") and data.get("meta", {}).get("total") != expect.deposits:
+        return f"{name}: meta.total is {data.get('meta')}, expected {expect.deposits:,}"
+    if name.startswith("deposits") and rows != 12:
+        return f"{name}: {rows} rows, expected 12"
+    if name == "lat list" and rows != len(expect.lats):
+        return f"{name}: {rows} LATs, expected {len(expect.lats)}"
+    if name == "lat detail" and "tvl" not in data:
         return f"{name}: no tvl in {body[:200]!r}"
     return None
 
 
-def _per_cpu_ratio(load: LoadResult, baselines: list[LoadResult]) -> float | None:
-    """Requests per bench CPU-second, relative to the baseline's."""
-    base = [b.requests / b.cpu.ours for b in baselines if b.cpu and b.cpu.ours]
-    if not base or not load.cpu or not load.cpu.ours:
-        return None
-    return load.requests / load.cpu.ours / statistics.mean(base)
-
-
-def _check(result, name, path, load: LoadResult, server, ctx: Context, started: float) -> None:
-    """Log one measurement; record it as a failure if any request failed."""
-    ctx.log(
-        f"api: {name}: {load.rps:,.0f} req/s, p50 {load.p50_ms:.2f} ms, "
-        f"p99 {load.p99_ms:.2f} ms, {load.errors} errors, "
-        f"other CPU {load.cpu.other_cores if load.cpu else 0:.2f} cores "
-        f"({time.monotonic() - started:.0f} s)"
-    )
-    if load.errors:
-        result.failures.append(
-            f"{name} ({path}): {load.non200} answers not 200 and {load.socket_errors} "
-            f"socket errors out of {load.requests:,} requests; server log:\n"
-            f"{server.log_tail(20)}"
-        )
-
-
-def _cpu(load: LoadResult) -> str:
-    if load.cpu is None:
-        return "-"
-    c = load.cpu
-    return "/".join(
-        f"{x:.2f}" for x in (c.cores("server"), c.cores("db"), c.cores("loadgen"), c.other_cores)
-    )
-
-
-def _fmt(x: float, digits: int = 1) -> str:
-    return f"{x:,.{digits}f}"
-
-
-def run(ctx: Context) -> SectionResult:
-    result = SectionResult(
-        name="api",
-        title=TITLE,
-        columns=[
-            "endpoint",
-            "req/s",
-            "p50 ms",
-            "p90 ms",
-            "p99 ms",
-            "vs baseline",
-            "requests",
-            "errors",
-            "CPU srv/db/gen/other",
-            "req/CPU-s",
-        ],
-    )
-    endpoints = _endpoints(ctx)
-    paths = dict(endpoints)
-    # The baseline runs first and again last: the two should agree on a quiet machine. Before
-    # the last, the first and deep deposit pages run together (PAIRED), each on half the
-    # connections: both see the same machine, so their p50s compare even on a busy one.
-    plan = [*endpoints, PAIRED, ("baseline (again)", endpoints[0][1])]
-    measured: dict[str, LoadResult] = {}
-    with ctx.server() as server:
-        for name, path in plan:
-            if (name, path) == PAIRED:
-                if not all(n in measured for n in PAIRED_OF):
-                    continue
-                started = time.monotonic()
-                loads = ctx.load_together([server.url(paths[n]) for n in PAIRED_OF])
-                for n, load in zip(PAIRED_OF, loads, strict=True):
-                    measured[f"{n} (paired)"] = load
-                    _check(result, f"{n} (paired)", paths[n], load, server, ctx, started)
-                continue
-            status, body = server.get(path)
-            problem = _smoke(name, status, body, ctx)
-            if problem:
-                result.failures.append(problem)
-                ctx.log(f"api: {problem}")
-                continue
-            started = time.monotonic()
-            measured[name] = ctx.load(server.url(path))
-            _check(result, name, path, measured[name], server, ctx, started)
-        if ctx.args.explain:
-            result.notes.extend(_explain(ctx))
-    plan = [
-        *endpoints,
-        *((f"{n} (paired)", paths[n]) for n in PAIRED_OF),
-        ("baseline (again)", endpoints[0][1]),
-    ]
-
+def run(ctx: Context, result: SectionResult) -> None:
+    result.columns = COLUMNS
+    paths = endpoints(ctx)
+    measured = _measure(ctx, result, paths)
     baselines = [measured[n] for n in ("baseline", "baseline (again)") if n in measured]
     baseline_rps = statistics.mean(b.rps for b in baselines) if baselines else 0.0
-    for name, path in plan:
-        load = measured.get(name)
-        if load is None:
-            result.rows.append([name, "-", "-", "-", "-", "-", "-", "failed", "-", "-"])
-            continue
-        ratio = load.rps / baseline_rps if baseline_rps else float("nan")
-        shown = path if len(path) < 40 else path[:37] + "..."
-        alone = not name.endswith("(paired)")  # paired rows share the server and the CPU
-        result.rows.append(
-            [
-                f"{name}  GET {shown}",
-                _fmt(load.rps, 0),
-                _fmt(load.p50_ms, 2),
-                _fmt(load.p90_ms, 2),
-                _fmt(load.p99_ms, 2),
-                f"{ratio:.0%}" if alone else "-",
-                f"{load.requests:,}" + (" (cap)" if load.capped else ""),
-                str(load.errors),
-                _cpu(load),
-                f"{load.requests / load.cpu.ours:,.0f}"
-                if alone and load.cpu and load.cpu.ours
-                else "-",
-            ]
-        )
+    rows = [*paths.items(), *((f"{n} (paired)", paths[n]) for n in PAIRED)]
+    for name, path in [*rows, ("baseline (again)", paths["baseline"])]:
+        result.rows.append(_row(name, path, measured.get(name), baseline_rps))
     result.notes.append(
         "\nvs baseline: req/s over the mean of the two baseline runs. CPU: cores used by the "
         "gunicorn workers / the PostgreSQL backends / the load generator / everything else on "
@@ -188,52 +81,99 @@ def run(ctx: Context) -> SectionResult:
                 f"WARNING: the two baseline runs differ by {drift:.0%}: the machine's capacity "
                 "changed during the run; compare figures with care."
             )
-    busy = [n for n, load in measured.items() if load.cpu and load.cpu.other_cores > QUIET_CORES]
-    if busy:
-        result.notes.append(
-            f"WARNING: other processes took > {QUIET_CORES} cores during: {', '.join(busy)}; "
-            "those req/s figures are disturbed (req/CPU-s less so). Rerun on a quiet machine."
-        )
-
+    usages = {name: load.cpu for name, load in measured.items()}
+    result.warn_busy(usages, "req/s figures are disturbed (req/CPU-s less so)")
     if baseline_rps:
-        for name, _ in endpoints[1:]:
-            load = measured.get(name)
-            if load is None:
-                result.targets.append(Target(f"{name} >= 30% of baseline req/s", False, "failed"))
-                continue
-            ratio = load.rps / baseline_rps
-            per_cpu = _per_cpu_ratio(load, baselines)
-            result.targets.append(
-                Target(
-                    f"{name} >= {MIN_RATIO:.0%} of baseline req/s",
-                    ratio >= MIN_RATIO,
-                    f"{ratio:.1%} ({load.rps:,.0f} vs {baseline_rps:,.0f} req/s)"
-                    + (f"; per CPU-second {per_cpu:.1%}" if per_cpu is not None else ""),
+        for name in list(paths)[1:]:
+            result.targets.append(_ratio_target(name, measured.get(name), baselines))
+    if PAIRED[0] in measured and PAIRED[1] in measured:
+        result.targets.append(_depth_target(measured))
+
+
+def _measure(ctx: Context, result: SectionResult, paths: dict[str, str]) -> dict[str, LoadResult]:
+    """Each endpoint alone (after a smoke request), the two deposit pages together (half the
+    connections each: both see the same machine), then the baseline again."""
+    plan = [*paths.items(), ("paired", ""), ("baseline (again)", paths["baseline"])]
+    measured: dict[str, LoadResult] = {}
+    with ctx.server() as server:
+        for name, path in plan:
+            started = time.monotonic()
+            if name == "paired":
+                if not all(n in measured for n in PAIRED):
+                    continue
+                runs = [(f"{n} (paired)", paths[n]) for n in PAIRED]
+                loads = ctx.measure([server.url(p) for _, p in runs], warmup=0)
+            else:
+                problem = smoke(ctx, name, *server.get(path))
+                if problem:
+                    result.failures.append(problem)
+                    ctx.log(f"api: {problem}")
+                    continue
+                runs = [(name, path)]
+                loads = ctx.measure([server.url(path)], warmup=ctx.args.warmup)
+            for (label, path), load in zip(runs, loads, strict=True):
+                measured[label] = load
+                ctx.log(
+                    f"api: {label}: {load.rps:,.0f} req/s, p50 {load.p50_ms:.2f} ms, "
+                    f"p99 {load.p99_ms:.2f} ms, {load.errors} errors, other CPU "
+                    f"{load.cpu.other_cores:.2f} cores ({time.monotonic() - started:.0f} s)"
                 )
-            )
-    first, deep = measured.get("deposits first page"), measured.get("deposits deep page")
-    pfirst = measured.get("deposits first page (paired)")
-    pdeep = measured.get("deposits deep page (paired)")
-    if first and deep:
-        alone = deep.p50_ms / first.p50_ms if first.p50_ms else float("inf")
-        paired = pdeep.p50_ms / pfirst.p50_ms if pfirst and pdeep and pfirst.p50_ms else None
-        # Decided on the paired run when there is one: it does not depend on the machine's
-        # load changing between two runs.
-        factor = paired if paired is not None else alone
-        detail = (
-            f"{paired:.2f}x run together ({pdeep.p50_ms:.2f} vs {pfirst.p50_ms:.2f} ms); "
-            if paired is not None
-            else ""
-        )
-        result.targets.append(
-            Target(
-                f"deep page p50 within {MAX_DEEP_P50_FACTOR:g}x of first page p50",
-                factor <= MAX_DEEP_P50_FACTOR,
-                detail + f"{alone:.2f}x run one after the other "
-                f"({deep.p50_ms:.2f} vs {first.p50_ms:.2f} ms)",
-            )
-        )
-    return result
+                result.check(f"{label} ({path})", load, server)
+        if ctx.args.explain:
+            result.notes.extend(_explain(ctx))
+    return measured
+
+
+def _row(name: str, path: str, load: LoadResult | None, baseline_rps: float) -> list[str]:
+    if load is None:
+        return [name, "-", "-", "-", "-", "-", "-", "failed", "-", "-"]
+    alone = not name.endswith("(paired)")  # paired rows share the server and the CPU
+    ratio = load.rps / baseline_rps if baseline_rps else float("nan")
+    cpu = load.cpu
+    return [
+        f"{name}  GET {path if len(path) < 40 else path[:37] + '...'}",
+        f"{load.rps:,.0f}",
+        f"{load.p50_ms:,.2f}",
+        f"{load.p90_ms:,.2f}",
+        f"{load.p99_ms:,.2f}",
+        f"{ratio:.0%}" if alone else "-",
+        f"{load.requests:,}" + (" (cap)" if load.capped else ""),
+        str(load.errors),
+        "/".join(f"{cpu.cores(g):.2f}" for g in ("server", "db", "loadgen"))
+        + f"/{cpu.other_cores:.2f}",
+        f"{load.requests / cpu.ours:,.0f}" if alone and cpu.ours else "-",
+    ]
+
+
+def _ratio_target(name: str, load: LoadResult | None, baselines: list[LoadResult]) -> Target:
+    if load is None:
+        return Target(f"{name} >= 30% of baseline req/s", False, "failed")
+    baseline_rps = statistics.mean(b.rps for b in baselines)
+    ratio = load.rps / baseline_rps
+    detail = f"{ratio:.1%} ({load.rps:,.0f} vs {baseline_rps:,.0f} req/s)"
+    per_cpu = [b.requests / b.cpu.ours for b in baselines if b.cpu.ours]
+    if per_cpu and load.cpu.ours:  # requests per bench CPU-second, over the baseline's
+        detail += f"; per CPU-second {load.requests / load.cpu.ours / statistics.mean(per_cpu):.1%}"
+    return Target(f"{name} >= {MIN_RATIO:.0%} of baseline req/s", ratio >= MIN_RATIO, detail)
+
+
+def _depth_target(measured: dict[str, LoadResult]) -> Target:
+    """Decided on the paired run when there is one: it does not depend on the machine's load
+    changing between two runs."""
+    first, deep = (measured[n] for n in PAIRED)
+    alone = deep.p50_ms / first.p50_ms if first.p50_ms else float("inf")
+    detail = f"{alone:.2f}x run one after the other ({deep.p50_ms:.2f} vs {first.p50_ms:.2f} ms)"
+    factor = alone
+    pfirst, pdeep = (measured.get(f"{n} (paired)") for n in PAIRED)
+    if pfirst and pdeep and pfirst.p50_ms:
+        factor = pdeep.p50_ms / pfirst.p50_ms
+        together = f"({pdeep.p50_ms:.2f} vs {pfirst.p50_ms:.2f} ms)"
+        detail = f"{factor:.2f}x run together {together}; " + detail
+    return Target(
+        f"deep page p50 within {MAX_DEEP_P50_FACTOR:g}x of first page p50",
+        factor <= MAX_DEEP_P50_FACTOR,
+        detail,
+    )
 
 
 def _explain(ctx: Context) -> list[str]:
@@ -245,8 +185,7 @@ def _explain(ctx: Context) -> list[str]:
     from deposits.selectors import deposit_page
 
     notes = ["", "Deposit listing, in process (--explain):"]
-    skip_deep = min(DEEP_SKIP, max(0, ctx.args.deposits - 12))
-    for skip in (0, skip_deep):
+    for skip in (0, _deep_skip(ctx)):
         timings = []
         for _ in range(30):
             started = time.perf_counter()

@@ -1,0 +1,192 @@
+"""Section `restaking`: `POST /lat/{address}/simulate-deposit` latency beside the same JSON-RPC
+batch sent straight to anvil, and `POST /lat/{address}/deposit` req/s beside the baseline.
+
+It sets up its own anvil with the devnet, a database (`lat_restaking_bench`, recreated every
+run) with latETH imported and synced, a funded sender, and gunicorn on that node. Each
+comparison runs its two sides in alternating rounds, so that the machine's load weighs on both.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+import time
+
+import requests
+
+from bench import load
+from bench.context import Context, SectionResult, Target
+from bench.dataset import manage
+from bench.load import LoadResult
+
+TITLE = "Direct Restaking: simulate-deposit latency and deposit-build throughput (anvil)"
+MAX_SIMULATE_P50_FACTOR = 1.5
+MIN_BUILD_RATIO = 0.50
+BENCH_DB = "lat_restaking_bench"
+SENDER_INDEX = 13  # a free anvil account (10 is deposit_many's)
+LATENCY_CONNECTIONS = (1, 4)  # a sequential client, light concurrent load
+ROUNDS = 3
+COLUMNS = ["measurement", "conns", "req/s", "p50 ms", "p90 ms", "p99 ms", "requests", "errors"]
+
+
+def run(ctx: Context, result: SectionResult) -> None:
+    result.columns = COLUMNS
+    started = time.monotonic()
+    with ctx.devnet(BENCH_DB) as (rpc_url, manifest, db_url):
+        sender = _prepare(ctx.env, rpc_url, manifest, db_url)
+        ctx.log(f"restaking: devnet, {BENCH_DB} and sender in {time.monotonic() - started:.0f} s")
+        with ctx.server(DATABASE_URL=db_url, RPC_URL=rpc_url) as server:
+            base = server.url("")
+            sides = _sides(base, rpc_url, manifest, sender)
+            for name, _, url, body in sides:
+                _smoke(name, url, body)
+            measured = [m for c in LATENCY_CONNECTIONS for m in _pair(ctx, sides[:2], c)]
+            measured += _pair(ctx, sides[2:], ctx.args.connections)
+    figures = {}
+    for (name, method, url, _), connections, loads in measured:
+        figures[name, connections] = figure = _figure(loads)
+        label = f"{name}  {method} {url.removeprefix(base)[:40]}"
+        result.rows.append([label, str(connections), *figure["row"]])
+        if figure["errors"]:
+            result.failures.append(f"{name} x{connections}: {figure['errors']} errors")
+    _targets(result, figures, ctx.args.connections)
+    result.notes.append(
+        f"  simulate-deposit: {len(manifest['tokens'])} assets, one JSON-RPC batch (eth_call, "
+        "eth_estimateGas, eth_gasPrice) per request; the raw batch is that batch sent straight "
+        "to anvil."
+    )
+
+
+def _prepare(env: dict[str, str], rpc_url: str, manifest: dict, db_url: str) -> str:
+    """latETH imported and synced into the database, and a sender holding plenty of each of its
+    tokens with the LAT approved for all of it; returns the sender."""
+    from devchain.devnet import connect, contract, write_manifests
+
+    env = {**env, "RPC_URL": rpc_url}
+    with tempfile.TemporaryDirectory(prefix="lat-bench-manifests-") as tmp:
+        (path,) = write_manifests([manifest], tmp)
+        manage(env, db_url, "lat_import", str(path))
+    manage(env, db_url, "lat_sync", "--lat", manifest["proxyAddress"], "--no-progress")
+    w3 = connect(rpc_url)
+    sender = w3.to_checksum_address(w3.eth.accounts[SENDER_INDEX])
+    for token_ref, amount in zip(manifest["tokens"], _amounts(manifest), strict=True):
+        token = contract(w3, "TestERC20", token_ref["address"])
+        for call in (
+            token.functions.mint(sender, amount * 1_000_000),
+            token.functions.approve(manifest["proxyAddress"], 2**256 - 1),
+        ):
+            receipt = w3.eth.wait_for_transaction_receipt(call.transact({"from": sender}))
+            if receipt["status"] != 1:
+                raise RuntimeError(f"funding the bench sender failed: {receipt}")
+    return sender
+
+
+def _amounts(manifest: dict) -> list[int]:
+    return [10**18, 2_500_000][: len(manifest["tokens"])]  # 1 stETH (18 decimals), 2.5 cbETH (6)
+
+
+def _sides(base: str, rpc_url: str, manifest: dict, sender: str) -> list[tuple]:
+    """(name, method, URL, JSON body) of simulate-deposit, the raw batch, the baseline and the
+    build, in that order."""
+    from eth_utils import to_checksum_address
+
+    from lats.chain.gateway import Gateway
+
+    lat = to_checksum_address(manifest["proxyAddress"])
+    assets = [to_checksum_address(t["address"]) for t in manifest["tokens"]]
+    amounts = _amounts(manifest)
+    deposit = {"assets": assets, "amounts": [str(a) for a in amounts], "receiver": sender}
+    # The batch Gateway.simulate_deposit sends: the same calldata and calls, at "latest".
+    calldata = Gateway.deposit_calldata(assets=assets, amounts=amounts, receiver=sender)
+    tx = {"from": sender, "to": lat, "data": calldata, "value": "0x0"}
+    calls = [("eth_call", [tx, "latest"]), ("eth_estimateGas", [tx, "latest"])]
+    batch = [
+        {"jsonrpc": "2.0", "method": method, "params": params, "id": i}
+        for i, (method, params) in enumerate([*calls, ("eth_gasPrice", [])])
+    ]
+    sides = [
+        ("simulate-deposit", f"{base}/lat/{lat}/simulate-deposit", {**deposit, "sender": sender}),
+        ("raw JSON-RPC batch", rpc_url, batch),
+        ("baseline", f"{base}/bench/baseline", None),
+        ("deposit build", f"{base}/lat/{lat}/deposit", deposit),
+    ]
+    return [
+        (name, "GET" if body is None else "POST", url, _json(body)) for name, url, body in sides
+    ]
+
+
+def _json(body) -> bytes | None:
+    return None if body is None else json.dumps(body, separators=(",", ":")).encode()
+
+
+# Smoke checks of one answer of each side (200 and this), before any load.
+ANSWERS_OK = {
+    "simulate-deposit": lambda answer: answer["success"] is True,
+    "raw JSON-RPC batch": lambda answer: not any("error" in r for r in answer),
+    "baseline": lambda answer: "data" in answer,
+    "deposit build": lambda answer: bool(answer["data"]["transaction"]["data"]),
+}
+
+
+def _smoke(name: str, url: str, body: bytes | None) -> None:
+    headers = {"Content-Type": "application/json"}
+    answer = requests.request(
+        "GET" if body is None else "POST", url, data=body, headers=headers, timeout=30
+    )
+    if answer.status_code != 200 or not ANSWERS_OK[name](answer.json()):
+        raise RuntimeError(f"{name}: HTTP {answer.status_code}: {answer.text[:300]}")
+
+
+def _pair(ctx: Context, sides: list[tuple], connections: int) -> list[tuple]:
+    """Both sides after a warm-up of each, then in alternating rounds (a b, b a, a b), `duration`
+    seconds measured per side in all: (side, connections, the rounds' results) each."""
+    rounds: dict[str, list[LoadResult]] = {side[0]: [] for side in sides}
+    settings = ctx.settings(connections=connections, duration=ctx.args.warmup, max_requests=0)
+    for _, _, url, body in sides if ctx.args.warmup > 0 else ():
+        load.run([url], body=body, **settings)
+    settings.update(
+        duration=ctx.args.duration / ROUNDS, max_requests=ctx.args.max_requests // ROUNDS
+    )
+    for index in range(ROUNDS):
+        for name, _, url, body in sides if index % 2 == 0 else sides[::-1]:
+            rounds[name] += load.run([url], body=body, **settings)
+    for name, loads in rounds.items():
+        figure = _figure(loads)
+        ctx.log(
+            f"restaking: {name} x{connections}: {figure['rps']:,.0f} req/s, p50 "
+            f"{figure['p50']:.2f} ms, p99 {figure['p99']:.2f} ms, {figure['errors']} errors"
+        )
+    return [(side, connections, rounds[side[0]]) for side in sides]
+
+
+def _figure(loads: list[LoadResult]) -> dict:
+    """One measurement from its rounds: req/s over all of them, the median of the rounds'
+    percentiles (percentiles of different runs cannot be merged exactly)."""
+    requests_n, seconds = sum(r.requests for r in loads), sum(r.seconds for r in loads)
+    p50, p90, p99 = (statistics.median(getattr(r, f"p{q}_ms") for r in loads) for q in (50, 90, 99))
+    rps, errors = requests_n / seconds if seconds > 0 else 0.0, sum(r.errors for r in loads)
+    capped = " (cap)" if any(r.capped for r in loads) else ""
+    row = [f"{rps:,.0f}", f"{p50:.2f}", f"{p90:.2f}", f"{p99:.2f}", f"{requests_n:,}{capped}"]
+    return {"rps": rps, "p50": p50, "p99": p99, "errors": errors, "row": [*row, str(errors)]}
+
+
+def _targets(result: SectionResult, figures: dict, build_connections: int) -> None:
+    for connections in LATENCY_CONNECTIONS:
+        sim = figures.get(("simulate-deposit", connections))
+        raw = figures.get(("raw JSON-RPC batch", connections))
+        if sim and raw and raw["p50"]:
+            factor, plural = sim["p50"] / raw["p50"], "s" if connections > 1 else ""
+            description = (
+                f"simulate-deposit p50 within {MAX_SIMULATE_P50_FACTOR:g}x of the raw batch "
+                f"({connections} connection{plural})"
+            )
+            detail = f"{factor:.2f}x ({sim['p50']:.2f} vs {raw['p50']:.2f} ms)"
+            result.targets.append(Target(description, factor <= MAX_SIMULATE_P50_FACTOR, detail))
+    build = figures.get(("deposit build", build_connections))
+    base = figures.get(("baseline", build_connections))
+    if build and base and base["rps"]:
+        ratio = build["rps"] / base["rps"]
+        description = f"deposit build >= {MIN_BUILD_RATIO:.0%} of baseline req/s"
+        detail = f"{ratio:.0%} ({build['rps']:,.0f} vs {base['rps']:,.0f} req/s)"
+        result.targets.append(Target(description, ratio >= MIN_BUILD_RATIO, detail))

@@ -263,7 +263,7 @@ def _seed_world(deposits: int) -> list[dict]:
 def _seed_lat(n: int, spec: LatSpec, tokens: dict):
     """The LAT's AVS, the LAT and its fees."""
     from lats.models import Avs, FeeStructure, Lat
-    from lats.selectors import APY_WINDOWS
+    from metrics.selectors import APY_WINDOWS
 
     base = tokens.get(spec.base_symbol)
     avs = Avs.objects.create(

@@ -142,7 +142,7 @@ def _deposit_target_read(address: str) -> DepositTarget:
     This is the hot path of both endpoints, so neither `lat_get` + `lat_fees` (model instances,
     prefetches, three queries) nor a `values_list` compiled on every request: the ORM writes the
     SQL once per process and each request only executes it, which saves most of the cost of the
-    read (bench/direct_restaking.py compares the build with the constant-JSON baseline).
+    read (bench/sections/restaking.py compares the build with the constant-JSON baseline).
     """
     with connection.cursor() as cursor:
         cursor.execute(_target_sql(connection.vendor), [address])

@@ -114,7 +114,7 @@ def probe(rpc: str, manifest_path: str) -> dict[str, list[dict]]:
     from deposits.models import Deposit, DepositCheckpoint
     from deposits.services import deposit_index
     from lats.chain.gateway import gateway_for_url
-    from lats.services import lat_import_manifests, manifest_parse
+    from lats.manifests import lat_import_manifests, manifest_parse
 
     manifest = manifest_parse(json.loads(Path(manifest_path).read_text()), source=manifest_path)
     (lat,) = lat_import_manifests(manifests=[manifest])

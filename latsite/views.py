@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 
 from latsite import health
 from latsite.api.errors import ERROR_CODES, handler404, json_error, method_not_allowed
+from latsite.api.schema import error_responses
 from latsite.middleware import is_admin_path
 
 READ_METHODS = ["GET", "HEAD"]
@@ -190,6 +191,7 @@ class HealthView(OpsView):
         responses={
             200: OpenApiResponse(HealthSerializer, description="`ok` or `degraded`."),
             503: OpenApiResponse(HealthSerializer, description="`down`: no database."),
+            **error_responses("internal_server_error", always=()),
         },
     )
     def get(self, request):
@@ -205,7 +207,7 @@ class VersionView(OpsView):
         operation_id="version",
         tags=["ops"],
         summary="Service version",
-        responses={200: VersionSerializer},
+        responses={200: VersionSerializer, **error_responses("internal_server_error", always=())},
     )
     def get(self, request):
         body = {"version": health.service_version(), "commit": health.service_commit()}

@@ -12,11 +12,11 @@ from latsite.api.fields import ErrorSerializer
 ALWAYS = ("unauthorized", "forbidden", "rate_limit_exceeded", "internal_server_error")
 
 
-def error_responses(*codes: str) -> dict[int, OpenApiResponse]:
-    """Responses for the given error codes, plus those any endpoint can give: an unknown (401)
-    or disabled (403) API key, the rate limit (429) and 500."""
+def error_responses(*codes: str, always: tuple[str, ...] = ALWAYS) -> dict[int, OpenApiResponse]:
+    """Responses for the given error codes, plus those any API endpoint can give: an unknown
+    (401) or disabled (403) API key, the rate limit (429) and 500."""
     out: dict[int, OpenApiResponse] = {}
-    for code in dict.fromkeys((*codes, *ALWAYS)):
+    for code in dict.fromkeys((*codes, *always)):
         status_code, _title, when = ERROR_CODES[code]
         out[status_code] = OpenApiResponse(ErrorSerializer, description=f"`{code}`: {when}")
     return out

@@ -278,15 +278,16 @@ UNKNOWN: Final = "unknown"
 
 
 def service_version() -> str:
-    """The installed distribution's version, else pyproject.toml's `version`, else unknown."""
+    """The checkout's pyproject.toml `version` (an editable install's metadata goes stale when
+    it changes), else the installed distribution's, else unknown."""
+    try:
+        with (Path(settings.BASE_DIR) / "pyproject.toml").open("rb") as file:
+            return str(tomllib.load(file)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        pass
     try:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:
-        pass
-    try:
-        with (settings.BASE_DIR / "pyproject.toml").open("rb") as file:
-            return str(tomllib.load(file)["project"]["version"])
-    except (OSError, KeyError, tomllib.TOMLDecodeError):
         return UNKNOWN
 
 

@@ -15,6 +15,7 @@ from django.core.exceptions import TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse
 
 from latsite.api.errors import fallback_message, is_json, json_error, suspicious_message
+from latsite.api.throttling import rate_limit_headers
 
 ADMIN_PREFIX = "/admin/"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -104,3 +105,17 @@ class MalformedRequestMiddleware:
             if refusal is not None:
                 return refusal
         return self.get_response(request)
+
+
+class RateLimitHeadersMiddleware:
+    """Adds RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset to every answer whose
+    request a rate limit counted (latsite/api/throttling.py), errors and 429s included."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        for name, value in rate_limit_headers(request).items():
+            response.headers[name] = value
+        return response

@@ -57,6 +57,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "latsite.middleware.MalformedRequestMiddleware",  # too many parameters, non-UTF-8 bodies
+    "latsite.middleware.RateLimitHeadersMiddleware",  # RateLimit-* on every counted answer
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -189,6 +190,8 @@ CORS_ALLOW_CREDENTIALS = False
 CORS_URLS_REGEX = r"^/(lat|metrics)(/.*)?$"
 CORS_ALLOW_METHODS = ["GET", "POST", "OPTIONS"]
 CORS_ALLOW_HEADERS = ["accept", "content-type", "x-api-token"]
+# Browsers may read the rate-limit headers (latsite/api/throttling.py).
+CORS_EXPOSE_HEADERS = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"]
 
 # Rate limits (decisions.md): per client IP without a key, per key with one.
 RATE_LIMIT_ANON = env.str("RATE_LIMIT_ANON", default="100/min")
@@ -209,7 +212,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "UNAUTHENTICATED_USER": None,
     "EXCEPTION_HANDLER": "latsite.api.errors.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "latsite.api.schema.RateLimitedAutoSchema",
     "DEFAULT_PAGINATION_CLASS": None,
     "COERCE_DECIMAL_TO_STRING": True,
     "UNICODE_JSON": True,
@@ -350,3 +353,7 @@ LOGGING = {
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }
+
+# GET /health: a LAT whose deposits or state job last succeeded longer ago than this (seconds)
+# lags, and the service is `degraded` (latsite/health.py).
+SYNC_LAG_ALERT_SECONDS = env.int("SYNC_LAG_ALERT_SECONDS", default=300)

@@ -26,7 +26,8 @@ urlpatterns = [
     path("api/redoc/", views.RedocView.as_view(url_name="schema"), name="redoc"),
     path("docs", views.docs_index, name="docs"),
     path("docs/errors", views.error_docs, name="docs-errors"),
-    path("health", views.health, name="health"),
+    path("health", views.HealthView.as_view(), name="health"),
+    path("version", views.VersionView.as_view(), name="version"),
     path("admin/", admin.site.urls),
     # Anything else is a JSON 404, whatever DEBUG says.
     re_path(r"^(?P<unmatched>.*)$", views.not_found),

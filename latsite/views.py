@@ -1,21 +1,28 @@
-"""Pages that are not API resources: the error docs, the OpenAPI pages, health, the catch-all
-404 and the CSRF failure page. Outside /admin/ each answers its errors in the JSON error body."""
+"""Pages that are not API resources: the error docs, the OpenAPI pages, health and version, the
+catch-all 404 and the CSRF failure page. Outside /admin/ each answers its errors in the JSON error
+body."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
 
-from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views import csrf
 from django.views.decorators.cache import cache_control
 from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
+from latsite import health
 from latsite.api.errors import ERROR_CODES, handler404, json_error, method_not_allowed
+from latsite.api.schema import error_responses
 from latsite.middleware import is_admin_path
 
 READ_METHODS = ["GET", "HEAD"]
@@ -50,17 +57,6 @@ def docs_index(request: HttpRequest) -> HttpResponse:
     return render(request, "docs/index.html")
 
 
-@read_only
-def health(request: HttpRequest) -> JsonResponse:
-    """Liveness and database reachability, for load balancers."""
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-    except Exception:
-        return JsonResponse({"status": "unavailable"}, status=503)
-    return JsonResponse({"status": "ok"})
-
-
 class JsonErrorsMixin:
     """drf-spectacular's views render with YAML, OpenAPI-JSON or HTML renderers, which would
     render an error (405, 429) as YAML or an HTML page: render errors as JSON instead."""
@@ -82,6 +78,140 @@ class SwaggerView(JsonErrorsMixin, SpectacularSwaggerView):
 
 class RedocView(JsonErrorsMixin, SpectacularRedocView):
     pass
+
+
+# --- health and version (latsite/health.py) -----------------------------------------------------
+
+_CHECK_STATUS = "`ok` when it answered, `down` when it did not"
+
+
+class HealthDependencySerializer(serializers.Serializer):
+    status = serializers.ChoiceField(["ok", "down"], help_text=_CHECK_STATUS + ".")
+    error = serializers.CharField(
+        allow_null=True, help_text="Why it is down (the kind of failure), null when ok."
+    )
+
+
+class HealthChainSerializer(serializers.Serializer):
+    chainId = serializers.IntegerField()
+    status = serializers.ChoiceField(
+        ["ok", "down", "unknown"],
+        help_text="`down` when the chain's most recent job could not reach its node "
+        "(ChainUnavailable), `unknown` before any job ran, else `ok`.",
+    )
+    lastHead = serializers.IntegerField(
+        allow_null=True,
+        help_text="The highest block any job of the chain's LATs last succeeded at (the state "
+        "job reads at the head); null before any success.",
+    )
+    nodeAnswered = serializers.BooleanField(
+        allow_null=True,
+        help_text="Whether the node answered the chain's most recent job run; null before any.",
+    )
+    lastJobAt = serializers.DateTimeField(
+        allow_null=True, help_text="When the chain's most recent job run ended."
+    )
+
+
+class HealthLatSerializer(serializers.Serializer):
+    address = serializers.CharField(help_text="The LAT's (proxy) address.")
+    symbol = serializers.CharField()
+    chainId = serializers.IntegerField()
+    status = serializers.ChoiceField(
+        ["ok", "lagging"],
+        help_text="`lagging` when lagSeconds is null or above SYNC_LAG_ALERT_SECONDS "
+        "(default 300).",
+    )
+    lastIndexedBlock = serializers.IntegerField(
+        allow_null=True,
+        help_text="The last block its deposits job indexed (it stays the chain's confirmation "
+        "depth behind the head); null before its first success.",
+    )
+    lagBlocks = serializers.IntegerField(
+        allow_null=True, help_text="The chain's lastHead minus lastIndexedBlock; null if unknown."
+    )
+    lastSyncedAt = serializers.DateTimeField(
+        allow_null=True,
+        help_text="The older of the last successes of its `deposits` and `state` jobs; null "
+        "while either never succeeded.",
+    )
+    lagSeconds = serializers.IntegerField(
+        allow_null=True, help_text="Whole seconds from lastSyncedAt to now; null if unknown."
+    )
+
+
+class HealthChecksSerializer(serializers.Serializer):
+    database = HealthDependencySerializer()
+    redis = HealthDependencySerializer(
+        required=False, help_text="Present only when Redis is configured (REDIS_URL)."
+    )
+    chains = HealthChainSerializer(
+        many=True,
+        allow_null=True,
+        help_text="One per chain with LATs; null when the database is down.",
+    )
+    lats = HealthLatSerializer(
+        many=True, allow_null=True, help_text="One per LAT; null when the database is down."
+    )
+
+
+class HealthSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        ["ok", "degraded", "down"],
+        help_text="`down` (503) when the database cannot be reached; `degraded` (200) when Redis "
+        "or a chain's node is unreachable or a LAT lags; else `ok`.",
+    )
+    checks = HealthChecksSerializer()
+
+
+class VersionSerializer(serializers.Serializer):
+    version = serializers.CharField(help_text="The service's version (pyproject.toml).")
+    commit = serializers.CharField(
+        help_text="The deployed commit: GIT_COMMIT or SOURCE_COMMIT from the environment, else "
+        "the checkout's HEAD, else `unknown`."
+    )
+
+
+class OpsView(APIView):
+    """Answers for load balancers and ops: no API key is read and no rate limit counts them
+    (so they carry no RateLimit-* headers)."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    throttle_classes: list = []
+
+
+class HealthView(OpsView):
+    @extend_schema(
+        operation_id="health",
+        tags=["ops"],
+        summary="Service health",
+        description="The state of each dependency, answered within a second whatever is down. "
+        "Never cached.",
+        responses={
+            200: OpenApiResponse(HealthSerializer, description="`ok` or `degraded`."),
+            503: OpenApiResponse(HealthSerializer, description="`down`: no database."),
+            **error_responses("internal_server_error", always=()),
+        },
+    )
+    def get(self, request):
+        report = health.service_health()
+        status_code = 503 if report["status"] == health.DOWN else 200
+        response = Response(HealthSerializer(report).data, status=status_code)
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+class VersionView(OpsView):
+    @extend_schema(
+        operation_id="version",
+        tags=["ops"],
+        summary="Service version",
+        responses={200: VersionSerializer, **error_responses("internal_server_error", always=())},
+    )
+    def get(self, request):
+        body = {"version": health.service_version(), "commit": health.service_commit()}
+        return Response(VersionSerializer(body).data)
 
 
 @csrf_exempt

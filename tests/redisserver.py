@@ -96,3 +96,19 @@ class RedisServer:
     def close(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             self.stop()
+
+
+def cache_settings(server: RedisServer, settings) -> dict:
+    """The default cache (django-redis) on `server`, with the service's Redis timeouts."""
+    return {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": server.url(),
+            "OPTIONS": {
+                "CLIENT_CLASS": "django_redis.client.DefaultClient",
+                "SOCKET_CONNECT_TIMEOUT": settings.REDIS_CONNECT_TIMEOUT,
+                "SOCKET_TIMEOUT": settings.REDIS_SOCKET_TIMEOUT,
+            },
+            "KEY_PREFIX": "lat",
+        }
+    }

@@ -1,8 +1,10 @@
-"""OpenAPI helpers: the documented error responses of each endpoint."""
+"""OpenAPI helpers: the documented error responses and rate-limit headers of each endpoint."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
 from latsite.api.errors import ERROR_CODES
 from latsite.api.fields import ErrorSerializer
@@ -10,11 +12,11 @@ from latsite.api.fields import ErrorSerializer
 ALWAYS = ("unauthorized", "forbidden", "rate_limit_exceeded", "internal_server_error")
 
 
-def error_responses(*codes: str) -> dict[int, OpenApiResponse]:
-    """Responses for the given error codes, plus those any endpoint can give: an unknown (401)
-    or disabled (403) API key, the rate limit (429) and 500."""
+def error_responses(*codes: str, always: tuple[str, ...] = ALWAYS) -> dict[int, OpenApiResponse]:
+    """Responses for the given error codes, plus those any API endpoint can give: an unknown
+    (401) or disabled (403) API key, the rate limit (429) and 500."""
     out: dict[int, OpenApiResponse] = {}
-    for code in dict.fromkeys((*codes, *ALWAYS)):
+    for code in dict.fromkeys((*codes, *always)):
         status_code, _title, when = ERROR_CODES[code]
         out[status_code] = OpenApiResponse(ErrorSerializer, description=f"`{code}`: {when}")
     return out
@@ -35,3 +37,33 @@ INSTANT_SCHEMA = {
         {"type": "string", "format": "date-time"},
     ]
 }
+
+
+def _header(name: str, description: str, response: bool | list[int] = True) -> OpenApiParameter:
+    return OpenApiParameter(
+        name, OpenApiTypes.INT, OpenApiParameter.HEADER, description=description, response=response
+    )
+
+
+_UNLESS = " Left out while the rate-limit store (Redis) is unreachable: limits then fail open."
+# The rate-limit headers of every answer of a rate-limited operation (latsite/api/throttling.py).
+RATE_LIMIT_HEADERS = [
+    _header("RateLimit-Limit", "Requests the current window allows this client." + _UNLESS),
+    _header(
+        "RateLimit-Remaining",
+        "Requests left in the current window after this one (0 when exhausted)." + _UNLESS,
+    ),
+    _header("RateLimit-Reset", "Seconds until the current window ends." + _UNLESS),
+    _header("Retry-After", "Seconds to wait before trying again.", response=[429]),
+]
+
+
+class RateLimitedAutoSchema(AutoSchema):
+    """drf-spectacular's AutoSchema, documenting the rate-limit headers on every response of the
+    operations that a rate limit counts (those whose view has throttles)."""
+
+    def get_override_parameters(self):
+        parameters = super().get_override_parameters()
+        if self.view.get_throttles():
+            return [*parameters, *RATE_LIMIT_HEADERS]
+        return parameters

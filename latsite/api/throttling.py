@@ -10,11 +10,19 @@ and past RATE_LIMIT_ANON in a window their keys are no longer even looked up (au
 
 Limits fail open: while Redis cannot be reached (latsite/redisguard.py) every request is let
 through and the outage is logged at most once a minute per process.
+
+Every counted request carries its window in the headers (RateLimitHeadersMiddleware, from
+`note_window`): `RateLimit-Limit` (requests the window allows), `RateLimit-Remaining` (left in it
+after this one, never below 0) and `RateLimit-Reset` (whole seconds until it ends, rounded up,
+as Retry-After). Where several limits count one request (simulate-deposit), the headers describe
+the one with the fewest requests left. While Redis is away nothing is counted, so the headers
+are left out rather than guessed.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import math
 import threading
 import time
 
@@ -38,6 +46,9 @@ UNITS = {
     "day": 86400,
 }
 IPV6_PREFIX = 64
+# Where the tightest counted window of a request is kept for RateLimitHeadersMiddleware.
+WINDOW_ATTRIBUTE = "_lat_rate_limit"
+RATE_LIMIT_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset")
 
 
 def parse_rate(rate: str) -> tuple[int, int]:
@@ -84,6 +95,27 @@ def _count(key: str, *, ttl: int) -> int:
         return 1
 
 
+def _http_request(request):
+    """The HttpRequest behind a DRF Request (middleware sees only the former)."""
+    return getattr(request, "_request", request)
+
+
+def note_window(request, *, limit: int, used: int, wait: float) -> None:
+    """Remember this window for the response's headers, unless one with fewer requests left
+    was noted already."""
+    remaining = max(0, limit - used)
+    target = _http_request(request)
+    noted = getattr(target, WINDOW_ATTRIBUTE, None)
+    if noted is None or remaining < noted[1]:
+        setattr(target, WINDOW_ATTRIBUTE, (limit, remaining, max(0, math.ceil(wait))))
+
+
+def rate_limit_headers(request) -> dict[str, str]:
+    """The RateLimit-* headers of the window noted on `request`; none if nothing was counted."""
+    noted = getattr(request, WINDOW_ATTRIBUTE, None)
+    return {} if noted is None else dict(zip(RATE_LIMIT_HEADERS, map(str, noted), strict=True))
+
+
 class Window:
     """The fixed window `rate` puts `now` in, for one scope and client."""
 
@@ -100,10 +132,14 @@ class Window:
         used = redisguard.call("rate limit", lambda: _count(self.key, ttl=self.ttl))
         return None if used is redisguard.UNAVAILABLE else used
 
-    def hit(self) -> bool:
-        """Count one request; whether it is within the limit (True while Redis is away)."""
+    def hit(self, request) -> bool:
+        """Count one request and note it for the headers; whether it is within the limit
+        (True while Redis is away)."""
         used = self.count()
-        return used is None or used <= self.limit
+        if used is None:
+            return True
+        note_window(request, limit=self.limit, used=used, wait=self.wait)
+        return used <= self.limit
 
 
 class FixedWindowThrottle(BaseThrottle):
@@ -121,7 +157,7 @@ class FixedWindowThrottle(BaseThrottle):
         rate, ident = self.limit_and_ident(request)
         window = Window(self.scope, ident, rate)
         self._wait = window.wait
-        return window.hit()
+        return window.hit(request)
 
     def wait(self) -> float:
         return self._wait
@@ -168,17 +204,23 @@ class BadKeyLimit:
     _lock = threading.Lock()
 
     def __init__(self, request) -> None:
+        self.request = request
         self.window = Window(self.scope, f"ip:{client_ident(request)}", settings.RATE_LIMIT_ANON)
 
     def check(self) -> None:
         """Raise Throttled (429) when this client is known to have used up its budget."""
         if self.window.key in self._exhausted:
+            limit = self.window.limit
+            note_window(self.request, limit=limit, used=limit, wait=self.window.wait)
             raise exceptions.Throttled(wait=self.window.wait)
 
     def record(self) -> None:
-        """Count one bad key; raise Throttled if it is over the budget."""
+        """Count one bad key (noted for the headers); raise Throttled if it is over the budget."""
         used = self.window.count()
-        if used is None or used < self.window.limit:
+        if used is None:
+            return
+        note_window(self.request, limit=self.window.limit, used=used, wait=self.window.wait)
+        if used < self.window.limit:
             return
         now = time.time()
         with self._lock:

@@ -21,7 +21,7 @@ from latsite.api.throttling import _count
 from latsite.locks import _cache_lock, lock_key
 from tests import factories as f
 from tests.expected import eth_lat_json, native_lat_json
-from tests.redisserver import RedisServer
+from tests.redisserver import RedisServer, cache_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -45,18 +45,8 @@ def own_redis(redis_server, settings):
     redis_server.ensure_running()
     with redis_server.client() as client:
         client.flushall()
-    settings.CACHES = {  # changing CACHES makes Django drop its cache connections
-        "default": {
-            "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": redis_server.url(),
-            "OPTIONS": {
-                "CLIENT_CLASS": "django_redis.client.DefaultClient",
-                "SOCKET_CONNECT_TIMEOUT": settings.REDIS_CONNECT_TIMEOUT,
-                "SOCKET_TIMEOUT": settings.REDIS_SOCKET_TIMEOUT,
-            },
-            "KEY_PREFIX": "lat",
-        }
-    }
+    # Changing CACHES makes Django drop its cache connections.
+    settings.CACHES = cache_settings(redis_server, settings)
     settings.REDIS_RETRY_AFTER = 5.0
     redisguard.breaker.reset()
     documents.forget_pending_bumps()

@@ -27,7 +27,18 @@ PATHS = {
     "/metrics/deposits": ["get"],
     "/lat/{address}/deposit": ["post"],
     "/lat/{address}/simulate-deposit": ["post"],
+    "/health": ["get"],
+    "/version": ["get"],
 }
+# Operations for load balancers and ops: no API key is read and no rate limit counts them.
+OPS = {"/health", "/version"}
+
+
+def api_operations(schema: dict):
+    for path, item in schema["paths"].items():
+        if path not in OPS:
+            for method, operation in item.items():
+                yield path, method, operation
 
 
 @pytest.fixture(scope="module")
@@ -61,18 +72,25 @@ def test_schema_validates_and_lists_every_path(schema):
 
 
 def test_every_operation_documents_errors_and_parameters(schema):
-    for path, item in schema["paths"].items():
-        for method, operation in item.items():
-            responses = operation["responses"]
-            assert "500" in responses, (path, method)
-            assert "429" in responses, (path, method)
-            if method == "post":
-                assert "400" in responses, path
-            if "{address}" in path:
-                assert "404" in responses, path
-                assert "422" in responses, path
-                param = next(p for p in operation["parameters"] if p["name"] == "address")
-                assert param["schema"]["pattern"] == "^0x[a-fA-F0-9]{40}$"
+    for path, method, operation in api_operations(schema):
+        responses = operation["responses"]
+        assert "500" in responses, (path, method)
+        assert "429" in responses, (path, method)
+        if method == "post":
+            assert "400" in responses, path
+        if "{address}" in path:
+            assert "404" in responses, path
+            assert "422" in responses, path
+            param = next(p for p in operation["parameters"] if p["name"] == "address")
+            assert param["schema"]["pattern"] == "^0x[a-fA-F0-9]{40}$"
+
+
+def test_ops_operations_take_no_key_and_document_their_answers(schema):
+    health = schema["paths"]["/health"]["get"]
+    assert set(health["responses"]) == {"200", "503", "500"}
+    assert set(schema["paths"]["/version"]["get"]["responses"]) == {"200", "500"}
+    for path in OPS:
+        assert schema["paths"][path]["get"]["security"] == [{}], path
 
 
 def test_toggles_are_documented_enums_with_defaults(schema):
@@ -166,7 +184,6 @@ def test_deposit_bodies_are_stated(schema, path, component, required):
 def test_the_optional_api_key_is_stated_on_every_operation(schema):
     scheme = schema["components"]["securitySchemes"]["ApiKey"]
     assert (scheme["type"], scheme["in"], scheme["name"]) == ("apiKey", "header", "X-API-Token")
-    for path, item in schema["paths"].items():
-        for method, operation in item.items():
-            assert operation["security"] == [{"ApiKey": []}, {}], (path, method)
-            assert {"401", "403"} <= set(operation["responses"]), (path, method)
+    for path, method, operation in api_operations(schema):
+        assert operation["security"] == [{"ApiKey": []}, {}], (path, method)
+        assert {"401", "403"} <= set(operation["responses"]), (path, method)

@@ -42,9 +42,12 @@ def create_groups(apps, schema_editor):
     using = schema_editor.connection.alias if schema_editor else "default"
     for label in {label for perms in GROUPS.values() for label, _ in perms}:
         app_config = apps.get_app_config(label)
-        app_config.models_module = True  # what create_permissions checks; unset in a state
-        create_permissions(app_config, verbosity=0, using=using, apps=apps)
-        app_config.models_module = None
+        models_module = getattr(app_config, "models_module", None)  # a migration state: none
+        app_config.models_module = models_module or True  # create_permissions skips None
+        try:
+            create_permissions(app_config, verbosity=0, using=using, apps=apps)
+        finally:
+            app_config.models_module = models_module
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
     for name, wanted in GROUPS.items():

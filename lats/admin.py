@@ -7,10 +7,12 @@ from functools import partial
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.validators import URLValidator
 from django.db import models, transaction
 from django.db.models import Prefetch
 from django.utils import timezone
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
+from simple_history.admin import SimpleHistoryAdmin
 
 from lats.curation import avs_release_curated, avs_update_curated
 from lats.models import Avs, FeeStructure, Lat, LatToken, PriceFeed, SyncStatus, Token
@@ -204,6 +206,20 @@ class LatAdmin(admin.ModelAdmin):
 # --- AVS ----------------------------------------------------------------------------------------
 
 
+WEB_SCHEMES = ("http", "https")
+
+
+def is_web_url(value: object) -> bool:
+    """An http(s) link (what a browser may load as the logo)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        URLValidator(schemes=list(WEB_SCHEMES))(value)
+    except forms.ValidationError:
+        return False
+    return True
+
+
 def _https_urls(field, **kwargs):
     """Curated links without a scheme get https (Django 6's default; silences its warning)."""
     if isinstance(field, models.URLField):
@@ -211,7 +227,72 @@ def _https_urls(field, **kwargs):
     return field.formfield(**kwargs)
 
 
+class AddressFormField(forms.CharField):
+    """An address typed in any letter case, stored EIP-55 checksummed (as the services look it
+    up); blank is None when the field is optional."""
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        return value or None
+
+    def validate(self, value) -> None:
+        super().validate(value)
+        if value is not None and not is_address(value):
+            raise forms.ValidationError("Enter an address 0x + 40 hex digits.", code="address")
+
+    def clean(self, value):
+        value = super().clean(value)
+        return None if value is None else checksum(value)
+
+
+class TagListField(forms.CharField):
+    """Tags edited as a list: one per line or comma-separated; stored as a JSON list of strings
+    (each trimmed, duplicates dropped, order kept)."""
+
+    MAX_TAGS = 20
+    MAX_LENGTH = 40
+    widget = forms.Textarea(attrs={"rows": 3})
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("help_text", "One tag per line or separated by commas.")
+        kwargs.pop("encoder", None)
+        kwargs.pop("decoder", None)
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        return "\n".join(value) if isinstance(value, list | tuple) else value
+
+    def to_python(self, value) -> list[str]:
+        if isinstance(value, list | tuple):
+            return [str(tag) for tag in value]
+        text = "" if value in self.empty_values else str(value)
+        tags: list[str] = []
+        for tag in (part.strip() for part in text.replace(",", "\n").splitlines()):
+            if tag and tag not in tags:
+                tags.append(tag)
+        return tags
+
+    def validate(self, value: list[str]) -> None:
+        if len(value) > self.MAX_TAGS:
+            raise forms.ValidationError(f"At most {self.MAX_TAGS} tags.", code="max_tags")
+        for tag in value:
+            if len(tag) > self.MAX_LENGTH or not tag.isprintable():
+                raise forms.ValidationError(
+                    f"Each tag is at most {self.MAX_LENGTH} printable characters: {tag!r:.60}",
+                    code="tag",
+                )
+
+    def run_validators(self, value) -> None:
+        return None  # CharField's length validators would measure the list, not each tag
+
+    def has_changed(self, initial, data) -> bool:
+        return self.to_python(initial) != self.to_python(data)
+
+
 class AvsAdminForm(forms.ModelForm):
+    metadata_token_address = AddressFormField(required=False, label="Metadata token address")
+    tags = TagListField()
     release_fields = forms.MultipleChoiceField(
         required=False,
         widget=forms.CheckboxSelectMultiple,
@@ -229,6 +310,11 @@ class AvsAdminForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            if isinstance(field, forms.URLField):  # Django's also takes ftp: links
+                field.validators.append(
+                    URLValidator(schemes=list(WEB_SCHEMES), message="Enter an http(s) URL.")
+                )
         edited = self.instance.staff_edited_fields if self.instance.pk else []
         self.fields["release_fields"].choices = [
             (name, Avs._meta.get_field(name).verbose_name) for name in edited
@@ -236,7 +322,7 @@ class AvsAdminForm(forms.ModelForm):
 
 
 @admin.register(Avs)
-class AvsAdmin(admin.ModelAdmin):
+class AvsAdmin(SimpleHistoryAdmin):
     form = AvsAdminForm
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     list_display = (
@@ -256,6 +342,7 @@ class AvsAdmin(admin.ModelAdmin):
         "metadata_uri",
         "metadata_updated_block",
         "staff_edited_fields",
+        "logo_preview",
     )
     fieldsets = (
         (None, {"fields": readonly_fields}),
@@ -264,6 +351,17 @@ class AvsAdmin(admin.ModelAdmin):
             {"fields": (*Avs.CURATED_FIELDS, "release_fields")},
         ),
     )
+
+    @admin.display(description="logo")
+    def logo_preview(self, obj: Avs) -> str:
+        """The logo as an image; only an http(s) link is loaded (never javascript: or data:)."""
+        if not is_web_url(obj.metadata_logo):
+            return "-"
+        return format_html(
+            '<img src="{}" alt="logo of {}" style="max-height:64px;max-width:240px">',
+            obj.metadata_logo,
+            obj,
+        )
 
     def has_add_permission(self, request) -> bool:
         return False  # AVSs come with the LATs that secure them
@@ -304,7 +402,7 @@ class AvsAdmin(admin.ModelAdmin):
 
 
 @admin.register(Token)
-class TokenAdmin(admin.ModelAdmin):
+class TokenAdmin(SimpleHistoryAdmin):
     list_display = ("symbol", "name", "chain_id", "address", "decimals", "ref_id", "base_apy")
     list_editable = ("ref_id", "base_apy")
     list_filter = ("chain_id",)
@@ -320,25 +418,16 @@ class TokenAdmin(admin.ModelAdmin):
 
 
 class PriceFeedForm(forms.ModelForm):
+    token_address = AddressFormField()
+    feed_address = AddressFormField()
+
     class Meta:
         model = PriceFeed
         fields = ("chain_id", "token_address", "feed_address")
 
-    def _address(self, name: str) -> str:
-        value = self.cleaned_data[name].strip()
-        if not is_address(value):
-            raise forms.ValidationError("Enter an address 0x + 40 hex digits.")
-        return checksum(value)  # the services look feeds up by checksummed address
-
-    def clean_token_address(self) -> str:
-        return self._address("token_address")
-
-    def clean_feed_address(self) -> str:
-        return self._address("feed_address")
-
 
 @admin.register(PriceFeed)
-class PriceFeedAdmin(admin.ModelAdmin):
+class PriceFeedAdmin(SimpleHistoryAdmin):
     form = PriceFeedForm
     list_display = ("token_address", "chain_id", "feed_address", "answer", "decimals", "updated_at")
     list_filter = ("chain_id",)
@@ -352,6 +441,20 @@ class PriceFeedAdmin(admin.ModelAdmin):
         if obj is None:
             return ()
         return ("chain_id", "token_address", "answer", "decimals", "updated_at")
+
+
+@admin.register(FeeStructure)
+class FeeStructureAdmin(SimpleHistoryAdmin):
+    """The fees of each LAT, also edited inline on the LAT's page; here with their history."""
+
+    list_display = ("lat", "management_fee", "performance_fee")
+    list_select_related = ("lat",)
+    search_fields = ("lat__symbol", "lat__proxy_address")
+    fields = ("lat", "management_fee", "performance_fee")
+    ordering = ("lat__chain_id", "lat__symbol", "id")
+
+    def get_readonly_fields(self, request, obj=None):
+        return () if obj is None else ("lat",)
 
 
 @admin.register(SyncStatus)

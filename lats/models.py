@@ -9,6 +9,7 @@ from django.db import models
 
 from lats.values import is_beacon_chain_eth
 from latsite.addresses import ADDRESS_VALIDATOR
+from latsite.history import History
 
 
 def AddressField(**kwargs) -> models.CharField:
@@ -86,6 +87,8 @@ class Avs(models.Model):
     # Curated fields a staff member has edited: the metadata refresh never overwrites them.
     staff_edited_fields = models.JSONField(default=list, blank=True, editable=False)
     metadata_updated_block = models.PositiveBigIntegerField(null=True, blank=True, editable=False)
+    # Who changed the curated metadata and when (staff in admin; the metadata refresh as no one).
+    history = History()
 
     class Meta:
         verbose_name = "AVS"
@@ -117,6 +120,9 @@ class Token(models.Model):
         default=0,
         help_text="Staking yield of the token itself, percent a year (feeds baseApy).",
     )
+    # Who changed the base yield (or the refId) and when; the state refresh rarely writes here
+    # (only when the chain renames a token).
+    history = History()
 
     class Meta:
         ordering = ("chain_id", "address")
@@ -246,6 +252,7 @@ class FeeStructure(models.Model):
         default=0,
         validators=[MinValueValidator(0), MaxValueValidator(100)],
     )
+    history = History()
 
     def __str__(self) -> str:
         return f"Fees of {self.lat.symbol}"
@@ -260,6 +267,9 @@ class PriceFeed(models.Model):
     decimals = models.PositiveSmallIntegerField(default=18)
     answer = UintField()
     updated_at = models.DateTimeField(null=True, blank=True)
+    # Who pointed a token at which feed and when. The answer the state refresh reads every minute
+    # is not history: a save of only those fields records no row (see latsite/history.py).
+    history = History(excluded_fields=["answer", "decimals", "updated_at"])
 
     class Meta:
         ordering = ("chain_id", "token_address")

@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "rest_framework_api_key",
+    "simple_history",  # who changed curated metadata, fees, base yields, price feeds
     "axes",  # before our apps: lats/admin.py re-registers its admin (actions need permissions)
     "lats",
     "operators",
@@ -62,6 +63,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "simple_history.middleware.HistoryRequestMiddleware",  # the user behind a history row
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last, as django-axes requires
@@ -357,3 +359,7 @@ LOGGING = {
 # GET /health: a LAT whose deposits or state job last succeeded longer ago than this (seconds)
 # lags, and the service is `degraded` (latsite/health.py).
 SYNC_LAG_ALERT_SECONDS = env.int("SYNC_LAG_ALERT_SECONDS", default=300)
+
+# Model history (django-simple-history): read-only in admin. Reverting from a history row would
+# bypass the services (staff-edit marks of curated AVS fields, checksummed addresses).
+SIMPLE_HISTORY_REVERT_DISABLED = True

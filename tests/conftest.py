@@ -350,3 +350,32 @@ def viewer(db):
 def viewer_client(client, viewer):
     client.force_login(viewer)
     return client
+
+
+# --- staff groups (lats/migrations/0004_staff_groups.py) ---------------------------------------
+
+
+@pytest.fixture
+def staff_groups(db):
+    """The groups as the migration makes them. Made again here: a transactional test's flush
+    empties every table, the migration's rows too (Django re-runs only post_migrate)."""
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("lats.migrations.0004_staff_groups")
+    migration.create_groups(apps, None)
+    return migration
+
+
+@pytest.fixture
+def staff_member(staff_groups):
+    """make(name, group, password=None): a staff user in one of the groups."""
+    from django.contrib.auth.models import Group, User
+
+    def make(name: str, group: str, password: str | None = None) -> User:
+        user = User.objects.create_user(name, password=password, is_staff=True)
+        user.groups.add(Group.objects.get(name=group))
+        return user
+
+    return make

@@ -250,3 +250,130 @@ def test_view_only_staff_cannot_reset_metadata(
     assert callbacks == []
     avs.refresh_from_db()
     assert avs.staff_edited_fields == ["metadata_name"]
+
+
+# --- curated metadata: validation, tags as a list, logo preview ---------------------------------
+
+
+def post_avs(client, avs, **changes):
+    url = change_url(avs)
+    data = form_data(client.get(url))
+    data.update(changes)
+    return client.post(url, data)
+
+
+@pytest.mark.parametrize(
+    "link", ["ftp://avs.example/file", "javascript:alert(1)", "https://", "not a link at all"]
+)
+def test_curated_links_must_be_http_urls(admin_client, world, link):
+    response = post_avs(admin_client, world.avs, metadata_website=link)
+    assert response.status_code == 200  # the form again
+    assert "metadata_website" in response.context["adminform"].form.errors
+    world.avs.refresh_from_db()
+    assert world.avs.metadata_website == "https://avs.example"
+
+
+@pytest.mark.parametrize("bad", ["0x1234", "0x" + "g" * 40, A(0x70) + "0"])
+def test_token_address_must_be_an_address(admin_client, world, bad):
+    response = post_avs(admin_client, world.avs, metadata_token_address=bad)
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors["metadata_token_address"]
+    assert errors == ["Enter an address 0x + 40 hex digits."]
+
+
+def test_token_address_is_stored_checksummed(admin_client, world):
+    eip55 = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"  # a test vector of EIP-55
+    response = post_avs(admin_client, world.avs, metadata_token_address=f" {eip55.lower()} ")
+    assert response.status_code == 302
+    world.avs.refresh_from_db()
+    assert world.avs.metadata_token_address == eip55
+
+
+def test_tags_are_edited_as_a_list(admin_client, world):
+    avs = world.avs
+    page = admin_client.get(change_url(avs)).content.decode()
+    assert ">\noracle\nrestaking</textarea>" in page  # one per line (Django adds one newline)
+    response = post_avs(admin_client, avs, tags="oracle, AI\n  zk proofs ,\n\nAI\nrestaking")
+    assert response.status_code == 302
+    avs.refresh_from_db()
+    assert avs.tags == ["oracle", "AI", "zk proofs", "restaking"]
+    assert avs.staff_edited_fields == ["tags"]
+
+    assert post_avs(admin_client, avs).status_code == 302  # posted back as shown: no change
+    avs.refresh_from_db()
+    assert avs.tags == ["oracle", "AI", "zk proofs", "restaking"]
+
+
+@pytest.mark.parametrize(
+    "tags", ["x" * 41, "ok\nbad\x07bell", ",".join(f"t{i}" for i in range(21))]
+)
+def test_bad_tags_are_refused(admin_client, world, tags):
+    response = post_avs(admin_client, world.avs, tags=tags)
+    assert response.status_code == 200
+    assert "tags" in response.context["adminform"].form.errors
+    world.avs.refresh_from_db()
+    assert world.avs.tags == ["oracle", "restaking"]
+
+
+def test_logo_shows_as_an_image_only_for_http_links(admin_client, world):
+    avs = world.avs
+    page = admin_client.get(change_url(avs)).content.decode()
+    assert '<img src="https://avs.example/logo.png" alt="logo of Example AVS"' in page
+    Avs.objects.filter(pk=avs.pk).update(metadata_logo="javascript:alert(1)")
+    page = admin_client.get(change_url(avs)).content.decode()
+    assert "<img src=" not in page
+    assert "javascript:alert" not in page.split('name="metadata_logo"')[0]
+
+
+# --- history: who changed what ------------------------------------------------------------------
+
+
+def test_staff_edit_is_kept_with_who_and_when(admin_client, admin_user, world):
+    avs = world.avs
+    before = avs.history.count()
+    assert post_avs(admin_client, avs, metadata_website="https://new.example").status_code == 302
+    latest = avs.history.latest()
+    assert avs.history.count() == before + 1
+    assert (latest.metadata_website, latest.history_user) == ("https://new.example", admin_user)
+    assert latest.history_type == "~"
+    page = admin_client.get(reverse("admin:lats_avs_history", args=[avs.pk])).content.decode()
+    assert admin_user.username in page
+    assert "https://new.example" in page
+
+
+def test_fee_and_base_yield_changes_are_in_the_history(admin_client, admin_user, world):
+    lat, token = world.native_lat, world.usdx
+    data = form_data(admin_client.get(change_url(lat)))
+    data.update({"fee_structure-0-management_fee": "2", "fee_structure-0-performance_fee": "10"})
+    assert admin_client.post(change_url(lat), data).status_code == 302
+    fees = FeeStructure.objects.get(lat=lat)
+    assert [(h.management_fee, h.history_user) for h in fees.history.all()] == [
+        (Decimal("2"), admin_user)
+    ]
+    assert (
+        admin_client.get(reverse("admin:lats_feestructure_history", args=[fees.pk])).status_code
+        == 200
+    )
+    data = form_data(admin_client.get(change_url(token)))
+    data["base_apy"] = "4.5"
+    assert admin_client.post(change_url(token), data).status_code == 302
+    assert token.history.latest().base_apy == Decimal("4.5")
+    assert token.history.latest().history_user == admin_user
+
+
+def test_price_feed_answers_from_the_refresh_are_not_history(admin_client, admin_user, world):
+    feed = PriceFeed.objects.get()
+    rows = feed.history.count()
+    assert rows == 1  # its creation
+    feed.answer, feed.decimals = 2 * 10**16, 8
+    feed.save(update_fields=["answer", "decimals", "updated_at"])  # what the state refresh saves
+    assert feed.history.count() == rows
+    data = form_data(admin_client.get(change_url(feed)))
+    data["feed_address"] = A(0xF9)
+    assert admin_client.post(change_url(feed), data).status_code == 302
+    latest = feed.history.latest()
+    assert (feed.history.count(), latest.feed_address, latest.history_user) == (
+        rows + 1,
+        A(0xF9),
+        admin_user,
+    )

@@ -40,6 +40,7 @@ def test_every_model_of_ours_is_registered():
     assert {m._meta.label for m in OUR_MODELS} == {
         "lats.Lat",
         "lats.Avs",
+        "lats.FeeStructure",
         "lats.Token",
         "lats.PriceFeed",
         "lats.SyncStatus",

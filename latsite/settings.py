@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "rest_framework_api_key",
+    "django_prometheus",  # its middlewares' metrics; exposed at /internal/metrics (latsite.views)
     "axes",  # before our apps: lats/admin.py re-registers its admin (actions need permissions)
     "lats",
     "operators",
@@ -52,6 +53,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",  # first: times the whole stack
     "django.middleware.security.SecurityMiddleware",
     "latsite.middleware.JsonErrorPagesMiddleware",  # errors outside /admin/ in the JSON body
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -63,7 +65,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "axes.middleware.AxesMiddleware",  # last, as django-axes requires
+    "axes.middleware.AxesMiddleware",  # last of the request handling, as django-axes requires
+    "django_prometheus.middleware.PrometheusAfterMiddleware",  # last: sees the view's response
 ]
 
 # Outside /admin/ a CSRF failure answers the JSON error body; in admin, Django's page.
@@ -174,7 +177,7 @@ APPEND_SLASH = False
 # Security: production defaults, relaxed only by explicit environment settings.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
-SECURE_REDIRECT_EXEMPT = [r"^health$"]
+SECURE_REDIRECT_EXEMPT = [r"^health$", r"^internal/metrics$"]
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
@@ -247,6 +250,11 @@ SPECTACULAR_SETTINGS = {
         }
     },
 }
+
+# Prometheus (README, "Monitoring"): GET /internal/metrics answers only clients at these
+# addresses or networks (comma-separated IPs/CIDRs), as the peer address (REMOTE_ADDR) shows them,
+# or as X-Forwarded-For does behind NUM_PROXIES trusted proxies; everyone else gets a 403.
+METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=["127.0.0.1", "::1"])
 
 # Serve GET /bench/baseline (constant JSON through the same stack) for benchmarks only.
 BENCH_BASELINE = env.bool("BENCH_BASELINE", default=False)

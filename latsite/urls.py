@@ -28,6 +28,8 @@ urlpatterns = [
     path("docs", views.docs_index, name="docs"),
     path("docs/errors", views.error_docs, name="docs-errors"),
     path("health", views.health, name="health"),
+    # Prometheus, for METRICS_ALLOWED_IPS only (/metrics is the API's).
+    path("internal/metrics", views.prometheus_metrics, name="prometheus-metrics"),
     path("admin/", admin.site.urls),
 ]
 if settings.BENCH_BASELINE:

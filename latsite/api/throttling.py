@@ -23,7 +23,7 @@ from django.core.cache import cache
 from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
-from latsite import redisguard
+from latsite import redisguard, telemetry
 
 UNITS = {
     "s": 1,
@@ -114,6 +114,10 @@ class FixedWindowThrottle(BaseThrottle):
     def limit_and_ident(self, request) -> tuple[str, str]:
         raise NotImplementedError
 
+    def rejection_scope(self, ident: str) -> str:
+        """The `scope` label of a rejection (latsite/telemetry.py) by the identity counted."""
+        raise NotImplementedError
+
     def get_ident(self, request) -> str:
         return client_ident(request)
 
@@ -121,7 +125,10 @@ class FixedWindowThrottle(BaseThrottle):
         rate, ident = self.limit_and_ident(request)
         window = Window(self.scope, ident, rate)
         self._wait = window.wait
-        return window.hit()
+        allowed = window.hit()
+        if not allowed:
+            telemetry.rate_limit_rejected(self.rejection_scope(ident))
+        return allowed
 
     def wait(self) -> float:
         return self._wait
@@ -138,6 +145,9 @@ class ClientRateThrottle(FixedWindowThrottle):
             return settings.RATE_LIMIT_KEYED, f"key:{api_key.pk}"
         return settings.RATE_LIMIT_ANON, f"ip:{self.get_ident(request)}"
 
+    def rejection_scope(self, ident: str) -> str:
+        return "keyed" if ident.startswith("key:") else "anon"
+
 
 class SimulateRateThrottle(FixedWindowThrottle):
     """RATE_LIMIT_SIMULATE (default 20/min) per API key, else per client IP, with counters of
@@ -151,6 +161,9 @@ class SimulateRateThrottle(FixedWindowThrottle):
         if api_key is not None:
             return rate, f"key:{api_key.pk}"
         return rate, f"ip:{self.get_ident(request)}"
+
+    def rejection_scope(self, ident: str) -> str:
+        return "simulate"
 
 
 class BadKeyLimit:
@@ -173,7 +186,7 @@ class BadKeyLimit:
     def check(self) -> None:
         """Raise Throttled (429) when this client is known to have used up its budget."""
         if self.window.key in self._exhausted:
-            raise exceptions.Throttled(wait=self.window.wait)
+            self._reject()
 
     def record(self) -> None:
         """Count one bad key; raise Throttled if it is over the budget."""
@@ -186,4 +199,8 @@ class BadKeyLimit:
                 del self._exhausted[key]
             self._exhausted[self.window.key] = now + self.window.wait
         if used > self.window.limit:
-            raise exceptions.Throttled(wait=self.window.wait)
+            self._reject()
+
+    def _reject(self) -> None:
+        telemetry.rate_limit_rejected("bad-key")
+        raise exceptions.Throttled(wait=self.window.wait)

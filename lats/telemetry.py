@@ -29,6 +29,7 @@ from django.db import DatabaseError
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from lats.models import SyncStatus
 
@@ -77,7 +78,7 @@ def chain_heads(rows: list[SyncRow]) -> dict[int, int]:
     return heads
 
 
-class SyncStatusCollector:
+class SyncStatusCollector(Collector):
     """A prometheus_client collector of the gauges above, computed on every `collect()`."""
 
     def collect(self) -> Iterator[Metric]:

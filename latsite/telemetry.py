@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from prometheus_client import (
     REGISTRY,
@@ -28,6 +28,7 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # The classic text format (names and labels are plain ASCII): every Prometheus version reads it.
@@ -128,11 +129,7 @@ def rate_limit_rejected(scope: str) -> None:
 # --- exposition ---------------------------------------------------------------------------------
 
 
-class Collector(Protocol):
-    def collect(self) -> Iterable[Metric]: ...
-
-
-class _Scrape:
+class _Scrape(Collector):
     """What one scrape exposes: the process-local metrics (every process's, in multiprocess
     mode) and the given collectors, computed now; nothing is registered globally."""
 
@@ -153,4 +150,4 @@ class _Scrape:
 
 def exposition(collectors: Sequence[Collector] = ()) -> bytes:
     """The text exposition format of every metric, plus `collectors`' (computed now)."""
-    return generate_latest(_Scrape(collectors))  # type: ignore[arg-type]
+    return generate_latest(_Scrape(collectors))

@@ -135,6 +135,12 @@ def test_behind_a_trusted_proxy_the_forwarded_client_is_checked(settings):
     assert Client(REMOTE_ADDR="127.0.0.1").get(URL).status_code == 200  # a direct scrape
 
 
+def test_scraped_over_plain_http_even_where_https_is_enforced(settings):
+    settings.SECURE_SSL_REDIRECT = True
+    assert Client().get(URL).status_code == 200
+    assert Client().get("/lat").status_code == 301  # the API itself still redirects
+
+
 def test_only_get_and_head():
     response = Client().post(URL)
     assert response.status_code == 405

@@ -15,12 +15,16 @@ Whatever a step raises is recorded on the LAT's sync status row of its job (the 
 record what they raise; the runner records whatever reached it unrecorded), so no failure
 leaves a job stuck silently.
 
+Every run is counted and timed by task name and status (latsite/telemetry.py), a run that
+raised under the status `unavailable` (retried), `timeout` (soft time limit) or `error`.
+
 The fan-out tasks, run by beat, enqueue one per-LAT task per LAT.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +37,7 @@ from lats.indexing import NodeLagging
 from lats.metadata import MetadataUnavailable
 from lats.models import Lat
 from lats.sync_status import sync_status_failure, sync_status_recorded
+from latsite import telemetry
 from latsite.locks import advisory_lock
 
 logger = logging.getLogger(__name__)
@@ -78,6 +83,28 @@ class Step:
 
 def run_step(step: Step, lat_id: int) -> dict[str, Any]:
     """Run one step for one LAT under its advisory lock; see the module docstring."""
+    started = time.perf_counter()
+    status = "error"
+    try:
+        result = _run_locked(step, lat_id)
+        status = result["status"]
+        return result
+    except BaseException as exc:
+        status = _raised_status(exc)
+        raise
+    finally:
+        telemetry.job_finished(step.job, status, time.perf_counter() - started)
+
+
+def _raised_status(exc: BaseException) -> str:
+    if isinstance(exc, ChainUnavailable):
+        return "unavailable"
+    if isinstance(exc, SoftTimeLimitExceeded):
+        return "timeout"
+    return "error"
+
+
+def _run_locked(step: Step, lat_id: int) -> dict[str, Any]:
     outcome: dict[str, Any] = {"job": step.job, "lat": lat_id}
     with advisory_lock(step.job, lat_id) as acquired:
         if not acquired:

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "rest_framework_api_key",
     "simple_history",  # who changed curated metadata, fees, base yields, price feeds
+    "django_prometheus",  # its middlewares' metrics; exposed at /internal/metrics (latsite.views)
     "axes",  # before our apps: lats/admin.py re-registers its admin (actions need permissions)
     "lats",
     "operators",
@@ -53,6 +54,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",  # first: times the whole stack
     "django.middleware.security.SecurityMiddleware",
     "latsite.middleware.JsonErrorPagesMiddleware",  # errors outside /admin/ in the JSON body
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -66,7 +68,8 @@ MIDDLEWARE = [
     "simple_history.middleware.HistoryRequestMiddleware",  # the user behind a history row
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "axes.middleware.AxesMiddleware",  # last, as django-axes requires
+    "axes.middleware.AxesMiddleware",  # last of the request handling, as django-axes requires
+    "django_prometheus.middleware.PrometheusAfterMiddleware",  # last: sees the view's response
 ]
 
 # Outside /admin/ a CSRF failure answers the JSON error body; in admin, Django's page.
@@ -177,7 +180,7 @@ APPEND_SLASH = False
 # Security: production defaults, relaxed only by explicit environment settings.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
-SECURE_REDIRECT_EXEMPT = [r"^health$"]
+SECURE_REDIRECT_EXEMPT = [r"^health$", r"^internal/metrics$"]
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
@@ -253,6 +256,10 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# Prometheus (README, "Monitoring"): GET /internal/metrics answers only clients at these
+# addresses or networks (comma-separated IPs/CIDRs), as the peer address (REMOTE_ADDR) shows them,
+# or as X-Forwarded-For does behind NUM_PROXIES trusted proxies; everyone else gets a 403.
+METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=["127.0.0.1", "::1"])
 # Largest body POST /lat/{address}/deposit and /simulate-deposit accept, bytes (else a 400).
 DEPOSIT_BODY_MAX_BYTES = env.int("DEPOSIT_BODY_MAX_BYTES", default=16384)
 # Most entries (assets/amounts) one deposit request may carry (else a 422).

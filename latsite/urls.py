@@ -28,6 +28,8 @@ urlpatterns = [
     path("docs/errors", views.error_docs, name="docs-errors"),
     path("health", views.HealthView.as_view(), name="health"),
     path("version", views.VersionView.as_view(), name="version"),
+    # Prometheus, for METRICS_ALLOWED_IPS only (/metrics is the API's).
+    path("internal/metrics", views.prometheus_metrics, name="prometheus-metrics"),
     path("admin/", admin.site.urls),
     # Anything else is a JSON 404, whatever DEBUG says.
     re_path(r"^(?P<unmatched>.*)$", views.not_found),

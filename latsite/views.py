@@ -4,9 +4,12 @@ body."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
+import ipaddress
+from collections.abc import Callable, Sequence
+from functools import lru_cache, wraps
 
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views import csrf
@@ -18,9 +21,11 @@ from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-from latsite import health
+from lats.telemetry import SyncStatusCollector
+from latsite import health, telemetry
 from latsite.api.errors import ERROR_CODES, handler404, json_error, method_not_allowed
 from latsite.api.schema import error_responses
 from latsite.middleware import is_admin_path
@@ -55,6 +60,42 @@ def error_docs(request: HttpRequest) -> HttpResponse:
 @read_only
 def docs_index(request: HttpRequest) -> HttpResponse:
     return render(request, "docs/index.html")
+
+
+@lru_cache(maxsize=8)
+def _networks(
+    entries: tuple[str, ...],
+) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    try:
+        return tuple(ipaddress.ip_network(e.strip(), strict=False) for e in entries if e.strip())
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_IPS: {exc}") from exc
+
+
+def metrics_allowed(address: str | None, entries: Sequence[str]) -> bool:
+    """Whether a client at `address` may read the metrics: it lies in one of `entries` (IPs or
+    CIDRs). An IPv4 address mapped into IPv6 (a server bound to ::) counts as the IPv4 one."""
+    try:
+        ip = ipaddress.ip_address((address or "").strip().strip("[]").split("%")[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return any(ip in network for network in _networks(tuple(entries)))
+
+
+@read_only
+def prometheus_metrics(request: HttpRequest) -> HttpResponse:
+    """The Prometheus exposition (README, "Monitoring"), for METRICS_ALLOWED_IPS only.
+
+    The client address is the one the rate limits see: REMOTE_ADDR, or X-Forwarded-For as
+    NUM_PROXIES trusted proxies set it. A plain Django view: not in the OpenAPI schema, and
+    not throttled (scrapes must not eat a client's budget)."""
+    address = BaseThrottle().get_ident(request)
+    if not metrics_allowed(address, settings.METRICS_ALLOWED_IPS):
+        return json_error("forbidden", "The metrics are not served to this address.", 403)
+    body = telemetry.exposition([SyncStatusCollector()])
+    return HttpResponse(body, content_type=telemetry.CONTENT_TYPE)
 
 
 class JsonErrorsMixin:

@@ -31,6 +31,7 @@ from lats.chain.results import (
 )
 from lats.chain.transport import DEFAULT_BATCH_SIZE, Transport, hex_bytes, http_web3, rpc_url_for
 from lats.values import is_beacon_chain_eth
+from latsite.telemetry import UNKNOWN_CHAIN
 
 if TYPE_CHECKING:
     from web3 import Web3
@@ -86,8 +87,9 @@ class Gateway:
         *,
         multicall: str | None = MULTICALL3_ADDRESS,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        chain: str = UNKNOWN_CHAIN,
     ) -> None:
-        self.transport = Transport(w3, batch_size=batch_size)
+        self.transport = Transport(w3, batch_size=batch_size, chain=chain)
         self.multicall_address = to_checksum_address(multicall) if multicall else None
         self._multicall_lock = threading.Lock()
         self._multicall_has_code: bool | None = None
@@ -572,7 +574,7 @@ def scan_ranges(
 # --- one gateway per process and node -------------------------------------------------------
 
 _lock = threading.Lock()
-_gateways: dict[tuple[str, float, str, int], Gateway] = {}
+_gateways: dict[tuple[str, float, str, int, int | None], Gateway] = {}
 
 
 def gateway_for_url(
@@ -581,15 +583,19 @@ def gateway_for_url(
     timeout: float,
     multicall: str | None = MULTICALL3_ADDRESS,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    chain_id: int | None = None,
 ) -> Gateway:
     """The process's gateway to the node at `url` (one per URL and options, so that each
-    remembers whether its Multicall3 has code)."""
-    key = (url, timeout, multicall or "", batch_size)
+    remembers whether its Multicall3 has code); `chain_id` labels its metrics."""
+    key = (url, timeout, multicall or "", batch_size, chain_id)
     with _lock:
         gateway = _gateways.get(key)
         if gateway is None:
             gateway = Gateway(
-                http_web3(url, timeout=timeout), multicall=multicall, batch_size=batch_size
+                http_web3(url, timeout=timeout),
+                multicall=multicall,
+                batch_size=batch_size,
+                chain=UNKNOWN_CHAIN if chain_id is None else str(chain_id),
             )
             _gateways[key] = gateway
         return gateway
@@ -607,4 +613,5 @@ def gateway_for(chain_id: int, *, timeout: float | None = None) -> Gateway:
         timeout=settings.RPC_TIMEOUT if timeout is None else timeout,
         multicall=settings.MULTICALL3_ADDRESSES.get(chain_id, settings.MULTICALL3_ADDRESS),
         batch_size=settings.RPC_BATCH_SIZE,
+        chain_id=chain_id,
     )

@@ -1,7 +1,10 @@
 """JSON-RPC to one node: single requests and batches chunked at `batch_size`, each answer
 checked (garbage and unreachable nodes become `ChainUnavailable`, reverts `ChainCallReverted`
 with the decoded reason), and the HTTP provider, built with an explicit timeout and with web3's
-retries off (one retry policy: the jobs')."""
+retries off (one retry policy: the jobs').
+
+Every round trip is counted and timed (latsite/telemetry.py) by chain id and method, never by
+URL (it holds API keys)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ import requests
 from web3 import HTTPProvider, Web3
 
 from lats.chain.abi import decode_revert
-from lats.chain.errors import ChainError, ChainUnavailable
+from lats.chain.errors import ChainCallReverted, ChainError, ChainUnavailable
+from latsite.telemetry import UNKNOWN_CHAIN, RpcCall
 
 DEFAULT_BATCH_SIZE = 100
 
@@ -58,23 +62,49 @@ def hex_bytes(raw: Any, method: str) -> bytes:
         raise ChainUnavailable(f"the node answered {method} with malformed hex data") from exc
 
 
-class Transport:
-    """JSON-RPC through one `Web3`'s provider; a batch carries at most `batch_size` requests."""
+def error_kind(exc: ChainError) -> str:
+    """The `kind` label of a failed request: timeout, unreachable, invalid, refused, reverted."""
+    if isinstance(exc, ChainCallReverted):
+        return "reverted"
+    cause = exc.__cause__
+    if isinstance(cause, requests.Timeout | TimeoutError):
+        return "timeout"
+    if isinstance(cause, requests.RequestException | OSError):
+        return "unreachable"
+    if isinstance(exc, ChainUnavailable) and exc.refused:
+        return "refused"
+    return "invalid"
 
-    def __init__(self, w3: Web3, *, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+
+class Transport:
+    """JSON-RPC through one `Web3`'s provider; a batch carries at most `batch_size` requests.
+
+    `chain` labels its metrics (the chain id; "unknown" where the caller did not say)."""
+
+    def __init__(
+        self, w3: Web3, *, batch_size: int = DEFAULT_BATCH_SIZE, chain: str = UNKNOWN_CHAIN
+    ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.w3 = w3
         self.batch_size = batch_size
+        self.chain = chain
 
     def request(self, method: str, params: list[Any]) -> Any:
+        with RpcCall(self.chain, [method]) as call:
+            try:
+                return check(self._send(method, params), method)
+            except ChainError as exc:
+                call.failed(error_kind(exc))
+                raise
+
+    def _send(self, method: str, params: list[Any]) -> Any:
         try:
-            response = self.w3.provider.make_request(method, params)
+            return self.w3.provider.make_request(method, params)
         except ChainError:
             raise
         except (requests.RequestException, OSError, ValueError, TimeoutError) as exc:
             raise ChainUnavailable(f"the node could not be reached ({type(exc).__name__})") from exc
-        return check(response, method)
 
     def batch(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
         """JSON-RPC batches of at most `batch_size` requests; each item is its result or the
@@ -85,19 +115,29 @@ class Transport:
         return out
 
     def _batch_chunk(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
+        with RpcCall(self.chain, [method for method, _ in calls], batch=True) as call:
+            try:
+                responses = self._send_batch(calls)
+            except ChainError as exc:
+                call.failed(error_kind(exc))
+                raise
+            out: list[Any] = []
+            for response, (method, _) in zip(responses, calls, strict=True):
+                try:
+                    out.append(check(response, method))
+                except ChainError as exc:
+                    call.failed(error_kind(exc), [method])
+                    out.append(exc)
+            return out
+
+    def _send_batch(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
         try:
             responses = self.w3.provider.make_batch_request(list(calls))
         except (requests.RequestException, OSError, ValueError, TimeoutError) as exc:
             raise ChainUnavailable(f"the node could not be reached ({type(exc).__name__})") from exc
         if not isinstance(responses, list) or len(responses) != len(calls):
             raise ChainUnavailable("the node answered a batch with something that is not a batch")
-        out: list[Any] = []
-        for response, (method, _) in zip(responses, calls, strict=True):
-            try:
-                out.append(check(response, method))
-            except ChainError as exc:
-                out.append(exc)
-        return out
+        return responses
 
 
 def http_web3(url: str, *, timeout: float) -> Web3:

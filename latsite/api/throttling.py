@@ -31,7 +31,7 @@ from django.core.cache import cache
 from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
-from latsite import redisguard
+from latsite import redisguard, telemetry
 
 UNITS = {
     "s": 1,
@@ -150,6 +150,10 @@ class FixedWindowThrottle(BaseThrottle):
     def limit_and_ident(self, request) -> tuple[str, str]:
         raise NotImplementedError
 
+    def rejection_scope(self, ident: str) -> str:
+        """The `scope` label of a rejection (latsite/telemetry.py) by the identity counted."""
+        raise NotImplementedError
+
     def get_ident(self, request) -> str:
         return client_ident(request)
 
@@ -157,7 +161,10 @@ class FixedWindowThrottle(BaseThrottle):
         rate, ident = self.limit_and_ident(request)
         window = Window(self.scope, ident, rate)
         self._wait = window.wait
-        return window.hit(request)
+        allowed = window.hit(request)
+        if not allowed:
+            telemetry.rate_limit_rejected(self.rejection_scope(ident))
+        return allowed
 
     def wait(self) -> float:
         return self._wait
@@ -174,6 +181,9 @@ class ClientRateThrottle(FixedWindowThrottle):
             return settings.RATE_LIMIT_KEYED, f"key:{api_key.pk}"
         return settings.RATE_LIMIT_ANON, f"ip:{self.get_ident(request)}"
 
+    def rejection_scope(self, ident: str) -> str:
+        return "keyed" if ident.startswith("key:") else "anon"
+
 
 class SimulateRateThrottle(FixedWindowThrottle):
     """RATE_LIMIT_SIMULATE (default 20/min) per API key, else per client IP, with counters of
@@ -187,6 +197,9 @@ class SimulateRateThrottle(FixedWindowThrottle):
         if api_key is not None:
             return rate, f"key:{api_key.pk}"
         return rate, f"ip:{self.get_ident(request)}"
+
+    def rejection_scope(self, ident: str) -> str:
+        return "simulate"
 
 
 class BadKeyLimit:
@@ -212,7 +225,7 @@ class BadKeyLimit:
         if self.window.key in self._exhausted:
             limit = self.window.limit
             note_window(self.request, limit=limit, used=limit, wait=self.window.wait)
-            raise exceptions.Throttled(wait=self.window.wait)
+            self._reject()
 
     def record(self) -> None:
         """Count one bad key (noted for the headers); raise Throttled if it is over the budget."""
@@ -228,4 +241,8 @@ class BadKeyLimit:
                 del self._exhausted[key]
             self._exhausted[self.window.key] = now + self.window.wait
         if used > self.window.limit:
-            raise exceptions.Throttled(wait=self.window.wait)
+            self._reject()
+
+    def _reject(self) -> None:
+        telemetry.rate_limit_rejected("bad-key")
+        raise exceptions.Throttled(wait=self.window.wait)

@@ -1,4 +1,5 @@
-"""Every deposit into a LAT, as indexed from its events."""
+"""What happens on a LAT, as indexed from its contracts' events: deposits, the activity feed
+and the holders' balances."""
 
 from __future__ import annotations
 
@@ -61,16 +62,106 @@ class Deposit(models.Model):
 
 
 class DepositCheckpoint(models.Model):
-    """How far the deposit indexer has got for one LAT, and the hash of that block; and the
-    block REORG_MAX_DEPTH below it, taken as final (lats/indexing.py): a reorg that reaches it
-    stops indexing instead of deleting history."""
+    """How far the event indexer (deposits, the activity feed, holders) has got for one LAT,
+    and the hash and time of that block; and the block REORG_MAX_DEPTH below it, taken as
+    final (lats/indexing.py): a reorg that reaches it stops indexing instead of deleting
+    history."""
 
     lat = models.OneToOneField(Lat, on_delete=models.CASCADE, related_name="deposit_checkpoint")
     block_number = models.PositiveBigIntegerField()
     block_hash = models.CharField(max_length=66)
     final_block = models.PositiveBigIntegerField(null=True, blank=True)
     final_hash = models.CharField(max_length=66, blank=True, default="")
+    block_time = models.DateTimeField(null=True, blank=True, help_text="`block_number`'s time.")
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
         return f"{self.lat.symbol} @ {self.block_number}"
+
+
+class Event(models.Model):
+    """One log of a LAT's contracts from extensions.md's table, in the form the activity feed
+    serves it. Mints and burns (`Transfer` from or to the zero address) are kept too, with the
+    types `mint` and `burn`: they move balances and roll back with them, but are not in the
+    feed."""
+
+    class Type(models.TextChoices):
+        DEPOSIT = "deposit"
+        TRANSFER = "transfer"
+        PAUSED = "paused"
+        UNPAUSED = "unpaused"
+        TOKEN_ADDED = "tokenAdded"
+        TOKEN_REMOVED = "tokenRemoved"
+        PRICE_UPDATED = "priceUpdated"
+        NODE_DELEGATED = "nodeDelegated"
+        ASSETS_STAKED = "assetsStaked"
+        NODE_CREATED = "nodeCreated"
+        MINT = "mint"
+        BURN = "burn"
+
+    lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="events")
+    block_number = models.PositiveBigIntegerField()
+    log_index = models.PositiveIntegerField()
+    tx_hash = models.CharField(max_length=66)
+    block_hash = models.CharField(max_length=66)
+    created_at = models.DateTimeField(help_text="The block's timestamp.")
+    type = models.CharField(max_length=16, choices=Type.choices)
+    args = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ("-block_number", "-log_index")
+        constraints = [
+            models.UniqueConstraint(
+                fields=("lat", "block_number", "log_index"), name="event_lat_log_uniq"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=("lat", "-block_number", "-log_index"), name="event_lat_idx"),
+            models.Index(
+                fields=("lat", "type", "-block_number", "-log_index"), name="event_lat_type_idx"
+            ),
+            models.Index(fields=("tx_hash",), name="event_tx_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.tx_hash}:{self.log_index}"
+
+
+class Holder(models.Model):
+    """A LAT balance, kept exactly from the LAT's `Transfer` events. A row stays once its
+    balance is back to zero: it records that the address held the LAT once (`first_block`)."""
+
+    lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="holders")
+    # Lower-case hex: the listing's tie-break is lower-case hex order (served checksummed).
+    address = models.CharField(max_length=42)
+    balance = UintField()
+    first_block = models.PositiveBigIntegerField(help_text="Block of the first credit.")
+
+    class Meta:
+        ordering = ("-balance", "address")
+        constraints = [
+            models.UniqueConstraint(fields=("lat", "address"), name="holder_lat_address_uniq"),
+        ]
+        indexes = [
+            models.Index(
+                fields=("lat", "-balance", "address"),
+                condition=models.Q(balance__gt=0),
+                name="holder_rank_idx",
+            ),
+            models.Index(fields=("address",), name="holder_address_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.address} {self.balance}"
+
+
+class HolderTally(models.Model):
+    """How many addresses hold the LAT now, and how many ever did, as of the indexed block:
+    the holders' `meta.total` and the historical points' `totalUsers` without a count."""
+
+    lat = models.OneToOneField(Lat, on_delete=models.CASCADE, related_name="holder_tally")
+    holders = models.PositiveBigIntegerField(default=0)
+    ever = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.lat_id}: {self.holders} holders"

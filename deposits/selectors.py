@@ -68,7 +68,7 @@ class DepositPage:
     next: DepositKey | None  # the last record's key when more records follow, else None
 
 
-def _iso(value: datetime | str) -> str:
+def iso_instant(value: datetime | str) -> str:
     """DRF's DateTimeField output: ISO 8601 in UTC with a Z."""
     if isinstance(value, str):  # SQLite through a raw cursor
         value = parse_datetime(value)
@@ -87,7 +87,7 @@ def _record(
         "amount": str(int(Decimal(amount))),
         "shares": str(int(Decimal(shares))),
         "createdAtBlock": block,
-        "createdAt": _iso(created),
+        "createdAt": iso_instant(created),
         "transactionHash": tx_hash,
         "logIndex": log_index,
     }

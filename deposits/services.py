@@ -9,12 +9,14 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from deposits.models import Deposit, DepositCheckpoint
+from deposits.activity import activity_record, activity_remove_from_block
+from deposits.models import Deposit, DepositCheckpoint, Event
+from lats.chain.activity import ActivityLog
 from lats.chain.gateway import Gateway, gateway_for
 from lats.chain.results import block_time
 from lats.indexing import Checkpoint, Range, Rewind, index_ranges, index_start
 from lats.models import Lat, SyncStatus
-from lats.sync_status import sync_status_recording, sync_status_success
+from lats.sync_status import chain_head_seen, sync_status_recording, sync_status_success
 from latsite.locks import DEPOSIT_SEQUENCE_LOCK
 
 logger = logging.getLogger(__name__)
@@ -204,14 +206,15 @@ class IndexSummary:
     lat: str
     from_block: int
     to_block: int
-    new: int
-    removed: int
+    new: int  # deposits
+    removed: int  # deposits
+    events: int = 0  # new events of every type
 
 
 def _stored_blocks(lat: Lat):
     def stored(lowest: int, highest: int) -> list[tuple[int, str]]:
         return list(
-            Deposit.objects.filter(lat=lat, block_number__gte=lowest, block_number__lte=highest)
+            Event.objects.filter(lat=lat, block_number__gte=lowest, block_number__lte=highest)
             .order_by("-block_number")
             .values_list("block_number", "block_hash")
             .distinct()
@@ -229,43 +232,58 @@ def _checkpoint(lat: Lat) -> Checkpoint | None:
 
 @transaction.atomic
 def _rewind(lat: Lat, rewind: Rewind) -> int:
-    """Remove the deposits a reorg orphaned and move the checkpoint back to the fork."""
+    """Remove the deposits and events a reorg orphaned (taking their transfers back out of
+    the balances) and move the checkpoint back to the fork; returns how many deposits went."""
     removed = deposit_remove_from_block(lat=lat, block_number=rewind.fork + 1)
+    activity_remove_from_block(lat=lat, block_number=rewind.fork + 1)
     if rewind.checkpoint is None:
         DepositCheckpoint.objects.filter(lat=lat).delete()
     else:
-        DepositCheckpoint.objects.filter(lat=lat).update(**rewind.checkpoint.fields())
+        DepositCheckpoint.objects.filter(lat=lat).update(
+            **rewind.checkpoint.fields(), block_time=None
+        )
     return removed
 
 
-def _events(read: Range) -> list[DepositEvent]:
-    # Timestamps come with the logs where the node includes them (anvil, geth >= 1.14, reth);
-    # otherwise from the blocks read with them.
-    return [
-        _event(
-            log,
-            log.block_timestamp
-            if log.block_timestamp is not None
-            else read.blocks[log.block_number].timestamp,
-        )
-        for log in read.logs
-    ]
-
-
-def _event(log, timestamp: int) -> DepositEvent:
+def _deposit(log: ActivityLog, timestamps: dict[int, int]) -> DepositEvent:
+    args = log.args
     return DepositEvent(
         tx_hash=log.tx_hash,
         log_index=log.log_index,
         block_number=log.block_number,
         block_hash=log.block_hash,
-        created_at=block_time(timestamp),
-        kind=log.kind,
-        sender=log.sender,
-        receiver=log.receiver,
-        asset=log.asset,
-        amount=log.amount,
-        shares=log.shares,
+        created_at=block_time(
+            log.block_timestamp if log.block_timestamp is not None else timestamps[log.block_number]
+        ),
+        kind=log.event,
+        sender=args["sender"],
+        receiver=args["receiver"],
+        asset=args["asset"],
+        amount=int(args["amount"]),
+        shares=int(args["shares"]),
     )
+
+
+@transaction.atomic
+def _store_range(lat: Lat, read: Range) -> tuple[int, list[ActivityLog]]:
+    """One range's deposits, events and balances with its checkpoint; returns how many
+    deposits were new, and the new logs."""
+    # Timestamps come with the logs where the node includes them (anvil, geth >= 1.14, reth);
+    # otherwise from the blocks read with them.
+    timestamps = {number: block.timestamp for number, block in read.blocks.items()}
+    new_logs = activity_record(lat=lat, logs=read.logs, timestamps=timestamps)
+    new = deposit_record_events(
+        lat=lat,
+        events=[_deposit(log, timestamps) for log in read.logs if log.type == Event.Type.DEPOSIT],
+    )
+    DepositCheckpoint.objects.update_or_create(
+        lat=lat,
+        defaults={
+            **read.checkpoint.fields(),
+            "block_time": read.blocks[read.last].time,
+        },
+    )
+    return new, new_logs
 
 
 def deposit_index(
@@ -275,7 +293,8 @@ def deposit_index(
     max_range: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> IndexSummary:
-    """Index the LAT's deposit events from its checkpoint up to head - confirmations.
+    """Index the LAT's events (deposits, the activity feed, holders) from its checkpoint up to
+    head - confirmations, in one eth_getLogs per range over its three contracts.
 
     The node, reorgs and the consistency of logs with their blocks are checked as
     lats/indexing.py describes. Each block range is stored with the checkpoint in one
@@ -292,12 +311,15 @@ def deposit_index(
             stored_blocks=_stored_blocks(lat),
         )
         removed = _rewind(lat, start.rewind) if start.rewind else 0
-        new, head = 0, start.head
+        new, events, head = 0, 0, start.head
+        contracts = {
+            "proxy": lat.proxy_address,
+            "manager": lat.proxy_of("liquidTokenManager"),
+            "coordinator": lat.proxy_of("stakerNodeCoordinator"),
+        }
 
-        def fetch(first_block: int, last_block: int):
-            return gateway.deposit_logs(
-                lat=lat.proxy_address, from_block=first_block, to_block=last_block
-            )
+        def fetch(first_block: int, last_block: int) -> list[ActivityLog]:
+            return gateway.activity_logs(**contracts, from_block=first_block, to_block=last_block)
 
         for read in index_ranges(
             lat=lat,
@@ -307,13 +329,11 @@ def deposit_index(
             fetch=fetch,
             max_range=max_range,
         ):
-            with transaction.atomic():
-                new += deposit_record_events(lat=lat, events=_events(read))
-                DepositCheckpoint.objects.update_or_create(
-                    lat=lat, defaults=read.checkpoint.fields()
-                )
+            new_deposits, new_logs = _store_range(lat, read)
+            new, events = new + new_deposits, events + len(new_logs)
             if progress:
                 progress(read.last - start.first + 1, head.number - start.first + 1)
+    chain_head_seen(chain_id=lat.chain_id, head=head)
     sync_status_success(lat=lat, job=SyncStatus.Job.DEPOSITS, block=head.number)
     return IndexSummary(
         lat=lat.proxy_address,
@@ -321,4 +341,5 @@ def deposit_index(
         to_block=head.number,
         new=new,
         removed=removed,
+        events=events,
     )

@@ -176,6 +176,9 @@ class Lat(models.Model):
     total_assets = UintField(help_text="totalAssets(), unit of account, 1e18-scaled.")
     total_supply = UintField()
     paused = models.BooleanField(default=False)
+    # The price oracle's arePricesStale() and lastPriceUpdate(); null where it does not answer.
+    prices_stale = models.BooleanField(null=True, blank=True)
+    last_price_update = models.DateTimeField(null=True, blank=True)
     unit_eth_price = UintField(
         help_text="ETH price of the unit of account, 1e18-scaled (1e18 for ETH LATs)."
     )
@@ -192,6 +195,10 @@ class Lat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.symbol} ({self.proxy_address})"
+
+    def proxy_of(self, contract: str) -> str:
+        """The address of one of the LAT's proxied contracts (`liquidTokenManager`, ...)."""
+        return self.contract_deployments.get("proxy", {})[contract]
 
     @property
     def group(self) -> str:
@@ -310,3 +317,20 @@ class SyncStatus(models.Model):
 
     def __str__(self) -> str:
         return f"{self.lat.symbol} {self.job}"
+
+
+class ChainHead(models.Model):
+    """The newest confirmed head (CHAIN_CONFIRMATIONS behind the node's) that an indexing run
+    of the chain has seen: the `chainHead` of a LAT's status."""
+
+    chain_id = models.PositiveBigIntegerField(unique=True)
+    block_number = models.PositiveBigIntegerField()
+    block_hash = models.CharField(max_length=66)
+    block_time = models.DateTimeField()
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("chain_id",)
+
+    def __str__(self) -> str:
+        return f"chain {self.chain_id} @ {self.block_number}"

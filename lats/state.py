@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from lats.chain.gateway import Gateway
-from lats.chain.results import Block, LatState
+from lats.chain.results import Block, LatState, block_time
 from lats.indexing import check_chain, check_not_behind
 from lats.models import Lat, LatToken, PriceFeed, Token
 from lats.values import WAD, is_beacon_chain_eth
@@ -38,11 +38,10 @@ def lat_read_state(*, lat: Lat, gateway: Gateway) -> LatReading:
     check_chain(lat=lat, gateway=gateway)
     block = gateway.head()
     check_not_behind(block, lat.state_block, "the block of the stored state")
-    proxies = lat.contract_deployments.get("proxy", {})
     state = gateway.read_lat(
         proxy=lat.proxy_address,
-        manager=proxies["liquidTokenManager"],
-        coordinator=proxies["stakerNodeCoordinator"],
+        manager=lat.proxy_of("liquidTokenManager"),
+        coordinator=lat.proxy_of("stakerNodeCoordinator"),
         block=block,
     )
     return LatReading(block=block, state=state)
@@ -81,6 +80,10 @@ def _store_lat(lat: Lat, state: LatState, unit_price: int) -> int:
         "total_assets": state.total_assets,
         "total_supply": state.total_supply,
         "paused": state.paused,
+        "prices_stale": state.prices_stale,
+        "last_price_update": None
+        if not state.last_price_update
+        else block_time(state.last_price_update),
         "max_nodes": state.max_nodes,
         "unit_eth_price": unit_price,
     }

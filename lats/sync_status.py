@@ -13,9 +13,24 @@ from collections.abc import Iterator
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from lats.models import Lat, SyncStatus
+from lats.chain.results import Block
+from lats.models import ChainHead, Lat, SyncStatus
 
 logger = logging.getLogger(__name__)
+
+
+def chain_head_seen(*, chain_id: int, head: Block) -> None:
+    """Record the confirmed head an indexing run of the chain read up to (after a reorg it
+    may be lower than the one before: the chain's current head is what a status compares)."""
+    ChainHead.objects.update_or_create(
+        chain_id=chain_id,
+        defaults={
+            "block_number": head.number,
+            "block_hash": head.hash,
+            "block_time": head.time,
+            "seen_at": timezone.now(),
+        },
+    )
 
 
 def sync_status_success(*, lat: Lat, job: str, block: int | None) -> None:

@@ -3,7 +3,8 @@
 Per LAT, in this order:
 1. **state**: the LAT, its tokens, staker nodes and operators, read at one block (lats, then
    operators) and stored in one transaction;
-2. **deposits**: the deposit events from the checkpoint to the confirmed head (deposits);
+2. **deposits**: the LAT's events from the checkpoint to the confirmed head: deposits, the
+   activity feed and the holders' balances (deposits);
 3. **snapshot**: rewards and the metrics of the hour (metrics);
 4. **metadata**: the AVS's curated metadata from its latest metadata document (lats),
    independent of the other three.
@@ -80,7 +81,12 @@ def _state(lat: Lat) -> dict[str, Any]:
 
 def _deposits(lat: Lat) -> dict[str, Any]:
     summary = deposit_index(lat=lat)
-    return {"to_block": summary.to_block, "new": summary.new, "removed": summary.removed}
+    return {
+        "to_block": summary.to_block,
+        "new": summary.new,
+        "removed": summary.removed,
+        "events": summary.events,
+    }
 
 
 def _snapshot(lat: Lat) -> dict[str, Any]:

@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import base64
-import binascii
-
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
@@ -11,6 +8,7 @@ from rest_framework.views import APIView
 from deposits import selectors
 from deposits.api.serializers import DepositListSerializer
 from latsite.addresses import ADDRESS_PATTERN
+from latsite.api import cursors
 from latsite.api.params import parse_address, parse_int
 from latsite.api.schema import OPTIONAL_API_KEY, error_responses
 from latsite.errors import InvalidInput
@@ -19,32 +17,16 @@ MAX_TAKE = 100
 DEFAULT_TAKE = 12
 MAX_SKIP = 10**18 - 1  # parse_int takes at most 18 digits
 CURSOR_VERSION = "d1"
-CURSOR_MAX_LENGTH = 200
 
 
 def cursor_encode(key: selectors.DepositKey) -> str:
-    """An opaque cursor: the last record's place in the listing, base64url without padding."""
-    text = f"{CURSOR_VERSION}:{key.block_number}:{key.log_index}:{key.chain_id}"
-    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+    """An opaque cursor: the last record's place in the listing."""
+    return cursors.cursor_encode(CURSOR_VERSION, key.block_number, key.log_index, key.chain_id)
 
 
 def cursor_decode(value: str) -> selectors.DepositKey:
     """The key a cursor names; InvalidInput (422) for anything this service did not make."""
-    error = InvalidInput("cursor is not a cursor this service returned in meta.next.")
-    if not value or len(value) > CURSOR_MAX_LENGTH:
-        raise error
-    try:
-        text = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode("ascii")
-        version, *numbers = text.split(":")
-        block, log, chain = (int(n) for n in numbers)
-    except (ValueError, UnicodeDecodeError, binascii.Error):
-        raise error from None
-    if (
-        version != CURSOR_VERSION
-        or min(block, log, chain) < 0
-        or cursor_encode(selectors.DepositKey(block, log, chain)) != value
-    ):
-        raise error
+    block, log, chain = cursors.cursor_decode(value, CURSOR_VERSION, 3)
     return selectors.DepositKey(block_number=block, log_index=log, chain_id=chain)
 
 
@@ -88,7 +70,7 @@ class DepositListView(APIView):
             ),
             OpenApiParameter(
                 "cursor",
-                {"type": "string", "maxLength": CURSOR_MAX_LENGTH},
+                cursors.cursor_parameter_schema(),
                 OpenApiParameter.QUERY,
                 description="`meta.next` of the previous page; not with a non-zero `skip`.",
             ),

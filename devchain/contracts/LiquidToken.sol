@@ -137,6 +137,11 @@ contract LiquidToken is Initializable, Owned, ERC20 {
         }
     }
 
+    /// @notice Burns the caller's own LAT (a stand-in for the upstream withdrawal's burn).
+    function burn(uint256 value) external {
+        _burn(msg.sender, value);
+    }
+
     // ----- admin -----
 
     function pause() external onlyOwner {

@@ -54,6 +54,8 @@ class Event:
     topic: str
     indexed: tuple[str, ...]
     data: tuple[str, ...]
+    # The arguments' names in `decode`'s order: the indexed ones first, then the data ones.
+    names: tuple[str, ...] = ()
 
     def decode(self, topics: list[str], data: str) -> tuple:
         """A log's values (indexed first, then data) from its hex topics after the first and
@@ -92,6 +94,8 @@ def event(contract: str, name: str) -> Event:
                 topic="0x" + event_abi_to_log_topic(entry).hex(),
                 indexed=tuple(_type_of(p) for p in entry["inputs"] if p["indexed"]),
                 data=tuple(_type_of(p) for p in entry["inputs"] if not p["indexed"]),
+                names=tuple(p["name"] for p in entry["inputs"] if p["indexed"])
+                + tuple(p["name"] for p in entry["inputs"] if not p["indexed"]),
             )
     raise KeyError(f"{contract}.{name}")
 

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from eth_utils import to_checksum_address
 
 from lats.chain.abi import Function, decode_revert, event, function
+from lats.chain.activity import ActivityLog, activity_decoder, activity_topics
 from lats.chain.errors import ChainCallReverted, ChainError, ChainUnavailable
 from lats.chain.results import (
     Block,
-    DepositLog,
     GasQuote,
     LatState,
     LogRef,
@@ -40,10 +40,6 @@ MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11"
 T = TypeVar("T")
 
 Call = tuple[str, Function, tuple]  # (to, function, arguments)
-
-
-def _address_topic(topic: str) -> str:
-    return to_checksum_address("0x" + topic[-40:])
 
 
 def _outcome(fn: Function, success: bool, data: bytes) -> tuple | ChainCallReverted:
@@ -225,11 +221,14 @@ class Gateway:
     # LAT state ------------------------------------------------------------------------------
 
     def read_lat(self, *, proxy: str, manager: str, coordinator: str, block: Block) -> LatState:
-        name, symbol, total_assets, total_supply, paused, tokens, max_nodes, nodes = (
+        name, symbol, total_assets, total_supply, paused, tokens, max_nodes, nodes, oracle = (
             r[0] for r in self._strict(_lat_calls(proxy, manager, coordinator), block=block.number)
         )
         tokens = [to_checksum_address(t) for t in tokens]
-        states = self._read_tokens(proxy=proxy, manager=manager, tokens=tokens, block=block)
+        answers = self.multicall(
+            _token_calls(proxy, manager, tokens) + _oracle_calls(oracle), block=block.number
+        )
+        stale, last_update = (_optional(a) for a in answers[-2:])
         return LatState(
             block=block,
             name=name,
@@ -238,19 +237,10 @@ class Gateway:
             total_supply=int(total_supply),
             paused=bool(paused),
             max_nodes=int(max_nodes),
-            tokens=states,
+            tokens=_token_states(tokens, answers[:-2]),
             nodes=tuple(to_checksum_address(n) for n in nodes),
-        )
-
-    def _read_tokens(
-        self, *, proxy: str, manager: str, tokens: Sequence[str], block: Block
-    ) -> tuple[TokenState, ...]:
-        """Each supported token's configuration, metadata and balances in the LAT."""
-        answers = self.multicall(_token_calls(proxy, manager, tokens), block=block.number)
-        balances, queued = _required(answers[-2]), _required(answers[-1])
-        return tuple(
-            _token_state(token, answers[4 * i : 4 * i + 4], balances[0][i], queued[0][i])
-            for i, token in enumerate(tokens)
+            prices_stale=None if stale is None else bool(stale),
+            last_price_update=None if last_update is None else int(last_update),
         )
 
     def read_nodes(
@@ -342,39 +332,26 @@ class Gateway:
             )
         return result
 
-    def deposit_logs(self, *, lat: str, from_block: int, to_block: int) -> list[DepositLog]:
-        """Both deposit events of a LAT, decoded by hand: a backfill decodes hundreds of
-        thousands, and their layout is fixed (three indexed addresses, two uint256), so this
-        skips `event_logs`' generic eth_abi decoding."""
-        new, legacy = event("LiquidToken", "AssetDeposited"), event("LiquidToken", "Deposit")
-        kinds = {new.topic: new.name, legacy.topic: legacy.name}
+    def activity_logs(
+        self, *, proxy: str, manager: str, coordinator: str, from_block: int, to_block: int
+    ) -> list[ActivityLog]:
+        """Every event of extensions.md's table from the LAT's three contracts, in one
+        eth_getLogs, in chain order; logs of other events or contracts are left out."""
+        decode = activity_decoder(
+            {
+                "LiquidToken": proxy,
+                "LiquidTokenManager": manager,
+                "StakerNodeCoordinator": coordinator,
+            }
+        )
         raw_logs = self.logs(
-            address=lat,
-            topics=[[new.topic, legacy.topic]],
+            address=[proxy, manager, coordinator],
+            topics=[activity_topics()],
             from_block=from_block,
             to_block=to_block,
         )
-
-        def decode(log: dict[str, Any]) -> DepositLog:
-            topics = log["topics"]
-            data = bytes.fromhex(log["data"][2:])
-            return DepositLog(
-                kind=kinds[topics[0]],
-                tx_hash=log["transactionHash"],
-                log_index=int(log["logIndex"], 16),
-                block_number=int(log["blockNumber"], 16),
-                block_hash=log["blockHash"],
-                sender=_address_topic(topics[1]),
-                receiver=_address_topic(topics[2]),
-                asset=_address_topic(topics[3]),
-                amount=int.from_bytes(data[:32], "big"),
-                shares=int.from_bytes(data[32:64], "big"),
-                block_timestamp=int(log["blockTimestamp"], 16)
-                if log.get("blockTimestamp")
-                else None,
-            )
-
-        return _decoded(raw_logs, decode, "deposit logs")
+        logs = [log for log in _decoded(raw_logs, decode, "event logs") if log is not None]
+        return sorted(logs, key=lambda log: log.key)
 
     def event_logs(
         self,
@@ -459,7 +436,8 @@ class Gateway:
 
 
 def _lat_calls(proxy: str, manager: str, coordinator: str) -> list[Call]:
-    """name, symbol, totalAssets, totalSupply, paused, supported tokens, maxNodes, nodes."""
+    """name, symbol, totalAssets, totalSupply, paused, supported tokens, maxNodes, nodes,
+    the price oracle."""
     lt = "LiquidToken"
     return [
         (proxy, function(lt, "name"), ()),
@@ -470,7 +448,34 @@ def _lat_calls(proxy: str, manager: str, coordinator: str) -> list[Call]:
         (manager, function("LiquidTokenManager", "getSupportedTokens"), ()),
         (coordinator, function("StakerNodeCoordinator", "maxNodes"), ()),
         (coordinator, function("StakerNodeCoordinator", "getAllNodes"), ()),
+        (proxy, function(lt, "tokenRegistryOracle"), ()),
     ]
+
+
+def _token_states(
+    tokens: Sequence[str], answers: Sequence[tuple | ChainCallReverted]
+) -> tuple[TokenState, ...]:
+    """Each supported token's configuration, metadata and balances in the LAT, from the
+    answers to `_token_calls`."""
+    balances, queued = _required(answers[-2]), _required(answers[-1])
+    return tuple(
+        _token_state(token, answers[4 * i : 4 * i + 4], balances[0][i], queued[0][i])
+        for i, token in enumerate(tokens)
+    )
+
+
+def _oracle_calls(oracle: str) -> list[Call]:
+    """The price oracle's staleness and last update (None where a deployment's oracle has no
+    such view)."""
+    return [
+        (oracle, function("TokenRegistryOracle", "arePricesStale"), ()),
+        (oracle, function("TokenRegistryOracle", "lastPriceUpdate"), ()),
+    ]
+
+
+def _optional(result: tuple | ChainCallReverted) -> Any:
+    """A one-value call's value, or None where it reverted."""
+    return None if isinstance(result, ChainCallReverted) else result[0]
 
 
 def _token_calls(proxy: str, manager: str, tokens: Sequence[str]) -> list[Call]:

@@ -46,6 +46,10 @@ class LatState:
     max_nodes: int
     tokens: tuple[TokenState, ...]
     nodes: tuple[str, ...]
+    # The price oracle's arePricesStale() and lastPriceUpdate() (Unix seconds); None where the
+    # oracle does not answer them.
+    prices_stale: bool | None = None
+    last_price_update: int | None = None
 
 
 @dataclass(frozen=True)
@@ -62,21 +66,6 @@ class NodeState:
     node_id: int
     operator: str  # ZERO_ADDRESS when undelegated
     assets: tuple[NodeAssetState, ...]
-
-
-@dataclass(frozen=True)
-class DepositLog:
-    kind: str  # "AssetDeposited" or "Deposit"
-    tx_hash: str
-    log_index: int
-    block_number: int
-    block_hash: str
-    sender: str
-    receiver: str
-    asset: str
-    amount: int
-    shares: int
-    block_timestamp: int | None = None  # where the node includes it in logs
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,7 @@ def expected_lat(chain: Chain, manifest: dict[str, Any], block: Block) -> LatSta
     tokens = [Web3.to_checksum_address(t) for t in ltm.getSupportedTokens().call(**at)]
     balances = lt.balanceAssets(tokens).call(**at)
     queued = lt.balanceQueuedAssets(tokens).call(**at)
+    oracle = chain.contract("TokenRegistryOracle", lt.tokenRegistryOracle().call(**at)).functions
     states = []
     for i, token in enumerate(tokens):
         erc20 = chain.contract("TestERC20", token).functions
@@ -138,6 +139,8 @@ def expected_lat(chain: Chain, manifest: dict[str, Any], block: Block) -> LatSta
         max_nodes=coordinator.maxNodes().call(**at),
         tokens=tuple(states),
         nodes=tuple(coordinator.getAllNodes().call(**at)),
+        prices_stale=oracle.arePricesStale().call(**at),
+        last_price_update=oracle.lastPriceUpdate().call(**at),
     )
 
 

@@ -55,7 +55,8 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{lat.symbol} {lat.proxy_address}: state at block {state.block} "
                 f"({state.changed} rows changed), deposits to block {deposits.to_block} "
-                f"({deposits.new} new, {deposits.removed} removed by reorg)"
+                f"({deposits.new} new, {deposits.removed} removed by reorg; "
+                f"{deposits.events} new events)"
             )
         if failures:
             raise CommandError(f"{failures} LAT(s) failed to sync; see above")

@@ -1,0 +1,140 @@
+"""Writes of the activity feed and the holders' balances, from the logs the indexer reads.
+
+Both are stored with the deposits of the same block range and its checkpoint, in one
+transaction (deposits/services.py). Balances move by the `Transfer` events' values, so that a
+reorg rolls them back exactly by the values of the events it removes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from django.db import transaction
+from django.db.models import F
+
+from deposits.models import Event, Holder, HolderTally
+from lats.chain.activity import ActivityLog
+from lats.chain.results import block_time
+from lats.models import Lat
+
+# Addresses asked for at once when reading the balances a range moves.
+_CHUNK = 5000
+_MOVES = (Event.Type.TRANSFER, Event.Type.MINT, Event.Type.BURN)
+
+
+def activity_record(
+    *, lat: Lat, logs: Sequence[ActivityLog], timestamps: dict[int, int]
+) -> list[ActivityLog]:
+    """Store the logs not yet stored and move the balances by their transfers; returns the
+    new logs. `timestamps` gives each block's time where the logs lack it. Running twice adds
+    nothing. Call inside a transaction."""
+    if not logs:
+        return []
+    stored = set(
+        Event.objects.filter(
+            lat=lat,
+            block_number__gte=min(log.block_number for log in logs),
+            block_number__lte=max(log.block_number for log in logs),
+        ).values_list("block_number", "log_index")
+    )
+    new = [log for log in logs if log.key not in stored]
+    Event.objects.bulk_create(
+        [
+            Event(
+                lat=lat,
+                block_number=log.block_number,
+                log_index=log.log_index,
+                tx_hash=log.tx_hash,
+                block_hash=log.block_hash,
+                created_at=block_time(
+                    log.block_timestamp
+                    if log.block_timestamp is not None
+                    else timestamps[log.block_number]
+                ),
+                type=log.type,
+                args=log.args,
+            )
+            for log in new
+        ],
+        batch_size=2000,
+    )
+    deltas, first_blocks = _deltas((log.type, log.args, log.block_number) for log in new)
+    if deltas:
+        _move_balances(lat, deltas, first_blocks)
+    return new
+
+
+def activity_remove_from_block(*, lat: Lat, block_number: int) -> int:
+    """Remove the LAT's events at or after a block (orphaned by a reorg) and take their
+    transfers back out of the balances; returns how many events went."""
+    with transaction.atomic():
+        doomed = Event.objects.filter(lat=lat, block_number__gte=block_number)
+        moves = doomed.filter(type__in=_MOVES).values_list("type", "args", "block_number")
+        deltas, _ = _deltas((kind, args, number) for kind, args, number in moves)
+        removed, _ = doomed.delete()
+        if deltas:
+            _move_balances(lat, {a: -d for a, d in deltas.items()}, {})
+        # Addresses first credited in the orphaned blocks never held the LAT on this branch.
+        gone, _ = Holder.objects.filter(lat=lat, first_block__gte=block_number).delete()
+        if gone:
+            HolderTally.objects.filter(lat=lat).update(ever=F("ever") - gone)
+    return removed
+
+
+def _deltas(
+    moves: Iterable[tuple[str, dict, int]],
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Each address's balance change (lower-case hex) and the first block that credits it."""
+    deltas: dict[str, int] = defaultdict(int)
+    first_blocks: dict[str, int] = {}
+    for kind, args, block_number in moves:
+        if kind not in _MOVES:
+            continue
+        value = int(args["value"])
+        if kind != Event.Type.MINT:
+            deltas[args["from"].lower()] -= value
+        if kind != Event.Type.BURN:
+            to = args["to"].lower()
+            deltas[to] += value
+            first_blocks[to] = min(first_blocks.get(to, block_number), block_number)
+    return {a: d for a, d in deltas.items() if d}, first_blocks
+
+
+def _move_balances(lat: Lat, deltas: dict[str, int], first_blocks: dict[str, int]) -> None:
+    """Add the deltas to the balances (one upsert), and the holders that appeared or left to
+    the tally."""
+    addresses = sorted(deltas.keys() | first_blocks.keys())
+    stored: dict[str, tuple[int, int]] = {}
+    for i in range(0, len(addresses), _CHUNK):
+        chunk = addresses[i : i + _CHUNK]
+        stored.update(
+            (address, (int(balance), first))
+            for address, balance, first in Holder.objects.filter(
+                lat=lat, address__in=chunk
+            ).values_list("address", "balance", "first_block")
+        )
+    rows, joined, left = [], 0, 0
+    for address in addresses:
+        before, first = stored.get(address) or (0, first_blocks[address])
+        after = before + deltas.get(address, 0)
+        if after < 0:
+            raise ValueError(
+                f"the balance of {address} in {lat.proxy_address} would go below zero: "
+                "the stored transfers miss some of the chain's"
+            )
+        rows.append(Holder(lat=lat, address=address, balance=after, first_block=first))
+        joined += before == 0 and after > 0
+        left += before > 0 and after == 0
+    created = len(addresses) - len(stored)
+    Holder.objects.bulk_create(
+        rows,
+        batch_size=2000,
+        update_conflicts=True,
+        unique_fields=("lat", "address"),
+        update_fields=("balance",),
+    )
+    tally, _ = HolderTally.objects.get_or_create(lat=lat)
+    HolderTally.objects.filter(pk=tally.pk).update(
+        holders=F("holders") + joined - left, ever=F("ever") + created
+    )

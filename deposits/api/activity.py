@@ -1,0 +1,198 @@
+"""The activity endpoints: a LAT's holders, event feed and status, and a wallet's positions
+(extensions.md). Their values come from the indexer and the refresh, never from a node."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from deposits import activity_selectors as selectors
+from deposits.api import activity_serializers as s
+from lats.chain.activity import ACTIVITY_EVENTS
+from lats.selectors import lat_get
+from latsite.api import cursors
+from latsite.api.params import address_path_parameter, parse_address, parse_int
+from latsite.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
+from latsite.errors import InvalidInput
+
+TAG = "Activity"
+MAX_TAKE = 100
+DEFAULT_TAKE = 12
+MAX_SKIP = 10**18 - 1  # parse_int takes at most 18 digits
+MAX_BLOCK = 10**18 - 1
+EVENT_CURSOR_VERSION = "e1"
+_LAT_PATH = address_path_parameter("Proxy address of the LAT.")
+
+
+def _int_parameter(name: str, minimum: int, maximum: int, description: str, **schema):
+    return OpenApiParameter(
+        name,
+        {"type": "integer", "minimum": minimum, "maximum": maximum, **schema},
+        OpenApiParameter.QUERY,
+        description=description,
+    )
+
+
+_TAKE = _int_parameter(
+    "take", 1, MAX_TAKE, f"Records to return; an integer 1..{MAX_TAKE}.", default=DEFAULT_TAKE
+)
+
+
+def _parse_take(params) -> int:
+    return parse_int(params, "take", default=DEFAULT_TAKE, minimum=1, maximum=MAX_TAKE)
+
+
+class HolderListView(APIView):
+    @extend_schema(
+        tags=[TAG],
+        auth=OPTIONAL_API_KEY,
+        operation_id="lat_holders",
+        summary="Holders of a LAT",
+        description=(
+            "Every address whose LAT balance is above zero at the last indexed block, built "
+            "from the LAT's `Transfer` events (mints from the zero address, burns to it; the "
+            "zero address is never a holder). Ordered by balance descending, then address "
+            "ascending in lower-case hex order. `meta.total` is the number of holders."
+        ),
+        parameters=[
+            _LAT_PATH,
+            _int_parameter(
+                "skip", 0, MAX_SKIP, f"Holders to skip; an integer 0..{MAX_SKIP}.", default=0
+            ),
+            _TAKE,
+        ],
+        responses={200: s.HolderListSerializer, **error_responses(*READ_ERRORS)},
+    )
+    def get(self, request, address: str):
+        lat = lat_get(address=parse_address(address, field="address"))
+        skip = parse_int(request.query_params, "skip", default=0, minimum=0, maximum=MAX_SKIP)
+        take = _parse_take(request.query_params)
+        rows, total = selectors.holder_page(lat=lat, skip=skip, take=take)
+        return Response({"data": rows, "meta": {"total": total, "skip": skip, "take": take}})
+
+
+def _event_table() -> str:
+    lines = ["| type | contract | event |", "|---|---|---|"]
+    by_type: dict[str, list[tuple[str, str]]] = {}
+    for contract, name, kind in ACTIVITY_EVENTS:
+        by_type.setdefault(kind, []).append((contract, name))
+    for kind, sources in by_type.items():
+        names = " or ".join(f"`{name}`" for _, name in sources)
+        lines.append(f"| `{kind}` | {sources[0][0]} | {names} |")
+    return "\n".join(lines)
+
+
+def _parse_types(params) -> tuple[str, ...]:
+    raw = params.get("type")
+    if raw is None:
+        return selectors.FEED_TYPES
+    types = tuple(dict.fromkeys(t.strip() for t in raw.split(",")))
+    unknown = [t for t in types if t not in selectors.FEED_TYPES]
+    if unknown or not types:
+        allowed = ", ".join(selectors.FEED_TYPES)
+        raise InvalidInput(f"type must be a comma-separated list of: {allowed}.")
+    return types
+
+
+class EventListView(APIView):
+    @extend_schema(
+        tags=[TAG],
+        auth=OPTIONAL_API_KEY,
+        operation_id="lat_events",
+        summary="Activity of a LAT",
+        description=(
+            "The LAT's events newest first (block number, then log index, both descending), "
+            "paged by cursor: `meta.next` is an opaque cursor, or null on the last page; "
+            "passed back as `cursor` (with the same filters) it returns the events that follow "
+            "the last one of that page, whatever arrived meanwhile. A `Transfer` from or to "
+            "the zero address (a mint or a burn) is not a `transfer`.\n\n" + _event_table()
+        ),
+        parameters=[
+            _LAT_PATH,
+            OpenApiParameter(
+                "type",
+                {"type": "string"},
+                OpenApiParameter.QUERY,
+                description="Comma-separated types: "
+                + ", ".join(selectors.FEED_TYPES)
+                + ". Default: all.",
+            ),
+            _int_parameter("fromBlock", 0, MAX_BLOCK, "Only events at or after this block."),
+            _int_parameter("toBlock", 0, MAX_BLOCK, "Only events at or before this block."),
+            _TAKE,
+            OpenApiParameter(
+                "cursor",
+                cursors.cursor_parameter_schema(),
+                OpenApiParameter.QUERY,
+                description="`meta.next` of the previous page.",
+            ),
+        ],
+        responses={200: s.EventListSerializer, **error_responses(*READ_ERRORS)},
+    )
+    def get(self, request, address: str):
+        lat = lat_get(address=parse_address(address, field="address"))
+        params = request.query_params
+        types = _parse_types(params)
+        bounds = {
+            name: parse_int(params, name, default=0, minimum=0, maximum=MAX_BLOCK)
+            if name in params
+            else None
+            for name in ("fromBlock", "toBlock")
+        }
+        if None not in bounds.values() and bounds["fromBlock"] > bounds["toBlock"]:
+            raise InvalidInput("fromBlock must not be above toBlock.")
+        after = None
+        if "cursor" in params:
+            after = selectors.EventKey(
+                *cursors.cursor_decode(params["cursor"], EVENT_CURSOR_VERSION, 2)
+            )
+        page = selectors.event_page(
+            lat=lat,
+            types=types,
+            from_block=bounds["fromBlock"],
+            to_block=bounds["toBlock"],
+            take=_parse_take(params),
+            after=after,
+        )
+        next_cursor = (
+            cursors.cursor_encode(EVENT_CURSOR_VERSION, page.next.block_number, page.next.log_index)
+            if page.next
+            else None
+        )
+        return Response({"data": page.rows, "meta": {"next": next_cursor}})
+
+
+class LatStatusView(APIView):
+    @extend_schema(
+        tags=[TAG],
+        auth=OPTIONAL_API_KEY,
+        operation_id="lat_status",
+        summary="Is it safe to deposit now: a LAT's pause and price state, and its lag",
+        parameters=[_LAT_PATH],
+        responses={200: s.StatusResponseSerializer, **error_responses(*READ_ERRORS)},
+    )
+    def get(self, request, address: str):
+        lat = lat_get(address=parse_address(address, field="address"))
+        return Response({"data": selectors.lat_status(lat=lat)})
+
+
+class WalletView(APIView):
+    @extend_schema(
+        tags=[TAG],
+        auth=OPTIONAL_API_KEY,
+        operation_id="wallet_positions",
+        summary="A wallet's LAT positions",
+        description=(
+            "One position per LAT in which the wallet holds a balance above zero or is the "
+            "receiver of at least one deposit, ordered by `chainId`, then `latAddress` "
+            "ascending (lower-case hex order). A wallet the service has never seen has no "
+            "positions (200)."
+        ),
+        parameters=[address_path_parameter("The wallet's address.")],
+        responses={200: s.WalletResponseSerializer, **error_responses("unprocessable_entity")},
+    )
+    def get(self, request, address: str):
+        wallet = parse_address(address, field="address")
+        positions = selectors.wallet_positions(address=wallet)
+        return Response({"data": {"address": wallet, "positions": positions}})

@@ -1,0 +1,124 @@
+"""The shapes of the activity endpoints (holders, events, wallets, status), as the schema
+documents them; deposits/activity_selectors.py builds the documents in these shapes."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from deposits.activity_selectors import FEED_TYPES
+from latsite.api.fields import AddressOutField, NumberField, UintStringField
+
+
+class HolderSerializer(serializers.Serializer):
+    address = AddressOutField()
+    balance = UintStringField(help_text="LAT balance, the LAT's smallest unit.")
+
+
+class HolderMetaSerializer(serializers.Serializer):
+    total = serializers.IntegerField(
+        help_text="Addresses whose balance is above zero at the last indexed block."
+    )
+    skip = serializers.IntegerField()
+    take = serializers.IntegerField()
+
+
+class HolderListSerializer(serializers.Serializer):
+    data = HolderSerializer(many=True, read_only=True)
+    meta = HolderMetaSerializer(read_only=True)
+
+
+class EventSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=FEED_TYPES, read_only=True)
+    blockNumber = serializers.IntegerField(read_only=True, min_value=0)
+    blockTimestamp = serializers.DateTimeField(read_only=True)
+    transactionHash = serializers.RegexField(r"^0x[0-9a-fA-F]{64}$", read_only=True)
+    logIndex = serializers.IntegerField(read_only=True, min_value=0)
+    args = serializers.DictField(
+        read_only=True,
+        help_text="The event's arguments under the names of the table in the operation's "
+        "description: addresses checksummed, uint256 values as decimal strings, `nodeId` and "
+        "`decimals` as numbers, arrays as arrays.",
+    )
+
+
+class EventMetaSerializer(serializers.Serializer):
+    next = serializers.CharField(
+        allow_null=True,
+        read_only=True,
+        help_text="Cursor of the next page (pass it back as `cursor`), or null on the last page.",
+    )
+
+
+class EventListSerializer(serializers.Serializer):
+    data = EventSerializer(many=True, read_only=True)
+    meta = EventMetaSerializer(read_only=True)
+
+
+class PositionSerializer(serializers.Serializer):
+    latAddress = AddressOutField()
+    latSymbol = serializers.CharField(read_only=True)
+    chainId = serializers.IntegerField(read_only=True)
+    balance = UintStringField(help_text="LAT balance, the LAT's smallest unit.")
+    valueEth = NumberField(
+        help_text="The balance in ETH: to the unit of account at the stored totalAssets / "
+        "totalSupply, then to ETH as the LAT's TVL is."
+    )
+    deposits = serializers.IntegerField(
+        read_only=True, help_text="Deposit records whose receiver is the wallet."
+    )
+
+
+class WalletSerializer(serializers.Serializer):
+    address = AddressOutField()
+    positions = PositionSerializer(many=True, read_only=True)
+
+
+class WalletResponseSerializer(serializers.Serializer):
+    data = WalletSerializer(read_only=True)
+
+
+class StatusSerializer(serializers.Serializer):
+    paused = serializers.BooleanField(read_only=True, help_text="`paused()` at `stateBlock`.")
+    pricesStale = serializers.BooleanField(
+        read_only=True,
+        allow_null=True,
+        help_text="The price oracle's `arePricesStale()` at `stateBlock`; null when the "
+        "oracle does not answer it (or before the first refresh).",
+    )
+    lastPriceUpdate = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="The oracle's `lastPriceUpdate()` at `stateBlock`; null when 0 or unknown.",
+    )
+    stateBlock = serializers.IntegerField(
+        read_only=True, allow_null=True, help_text="The block the stored state was read at."
+    )
+    indexedBlock = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="The last block whose deposits and events are stored.",
+    )
+    chainHead = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="The newest head the service's jobs have seen for the chain, as the indexer "
+        "counts it: CHAIN_CONFIRMATIONS blocks behind the node's own head (decision: a block "
+        "the service would not index yet is no lag).",
+    )
+    lagBlocks = serializers.IntegerField(
+        read_only=True, allow_null=True, help_text="`chainHead` - `indexedBlock`."
+    )
+    lagSeconds = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="Timestamp of `chainHead` - timestamp of `indexedBlock` (0 when caught up).",
+    )
+    lastSuccessAt = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="When the last refresh of the LAT's state succeeded.",
+    )
+
+
+class StatusResponseSerializer(serializers.Serializer):
+    data = StatusSerializer(read_only=True)

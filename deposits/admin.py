@@ -8,9 +8,9 @@ from functools import cached_property
 
 from django.contrib import admin
 from django.core.paginator import Paginator
-from django.db.models import Max
+from django.db.models import Max, Q
 
-from deposits.models import Deposit, DepositCheckpoint
+from deposits.models import Deposit, DepositCheckpoint, Event, Holder, HolderTally
 from lats.admin import ReadOnlyAdminMixin, model_field_names
 from lats.models import Lat
 from latsite.addresses import checksum, is_address
@@ -18,17 +18,25 @@ from latsite.addresses import checksum, is_address
 TX_HASH = re.compile(r"0x[0-9a-fA-F]{64}")
 
 
-class DepositPaginator(Paginator):
+class CappedPaginator(Paginator):
+    """Counts at most COUNT_CAP rows: beyond that, pages are not offered; narrow the filter
+    or search (a COUNT(*) over a table of millions per page view would be the page's cost)."""
+
+    COUNT_CAP = 10_000
+
+    @cached_property
+    def count(self) -> int:
+        return self.object_list.order_by()[: self.COUNT_CAP].count()
+
+
+class DepositPaginator(CappedPaginator):
     """Counts deposits without COUNT(*) over the table.
 
     `seq` numbers all deposits densely 1..N in listing order (see Deposit), so the unfiltered
     count is max(seq), one index probe, and an unfiltered page ordered by seq is a seq range
-    rather than an OFFSET that walks every row before it. A filtered or searched list counts
-    at most FILTERED_COUNT_CAP rows: beyond that, pages are not offered; narrow the filter.
-    Django's Paginator cannot do either, hence this class.
+    rather than an OFFSET that walks every row before it. A filtered or searched list is
+    counted as CappedPaginator counts. Django's Paginator cannot do either, hence this class.
     """
-
-    FILTERED_COUNT_CAP = 10_000
 
     def _ordering(self) -> str | None:
         """ "-seq" or "seq" when the list is unfiltered and ordered by seq alone; else None."""
@@ -42,8 +50,7 @@ class DepositPaginator(Paginator):
     def count(self) -> int:
         if self._ordering() is not None:
             return Deposit.objects.aggregate(top=Max("seq"))["top"] or 0
-        capped = self.object_list.order_by()[: self.FILTERED_COUNT_CAP]
-        return capped.count()
+        return super().count
 
     def page(self, number):
         ordering = self._ordering()
@@ -108,4 +115,76 @@ class DepositCheckpointAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("lat", "block_number", "block_hash", "updated_at")
     list_select_related = ("lat",)
     fields = model_field_names(DepositCheckpoint)
+    readonly_fields = fields
+
+
+ADDRESS_ARGS = ("sender", "receiver", "from", "to", "account", "operator", "node", "token")
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("lat", "block_number", "log_index", "type", "tx_hash", "created_at")
+    list_display_links = ("block_number", "tx_hash")
+    list_filter = ("lat", "type")
+    list_select_related = ("lat",)
+    list_per_page = 100
+    sortable_by = ()
+    paginator = CappedPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    search_fields = ("tx_hash",)  # see get_search_results: exact, index-friendly
+    search_help_text = (
+        "A transaction hash (0x + 64 hex digits), or an address: the events that name it."
+    )
+    fields = model_field_names(Event)
+    readonly_fields = fields
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        if TX_HASH.fullmatch(term):
+            return queryset.filter(tx_hash=term.lower()), False
+        if is_address(term):
+            # Arguments are stored checksummed, under the names of extensions.md's table.
+            address = checksum(term)
+            matches = Q()
+            for name in ADDRESS_ARGS:
+                matches |= Q(**{f"args__{name}": address})
+            return queryset.filter(matches), False
+        return queryset.none(), False
+
+
+@admin.register(Holder)
+class HolderAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("lat", "address", "balance", "first_block")
+    list_filter = ("lat",)
+    list_select_related = ("lat",)
+    list_per_page = 100
+    sortable_by = ()
+    paginator = CappedPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    search_fields = ("address",)  # see get_search_results: exact, index-friendly
+    search_help_text = "An address: its balance in each LAT."
+    fields = model_field_names(Holder)
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(balance__gt=0)
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        if is_address(term):
+            return queryset.filter(address=term.lower()), False
+        return queryset.none(), False
+
+
+@admin.register(HolderTally)
+class HolderTallyAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("lat", "holders", "ever")
+    list_select_related = ("lat",)
+    fields = model_field_names(HolderTally)
     readonly_fields = fields

@@ -17,6 +17,7 @@ from lats.chain.results import block_time
 from lats.indexing import Checkpoint, Range, Rewind, index_ranges, index_start
 from lats.models import Lat, SyncStatus
 from lats.sync_status import chain_head_seen, sync_status_recording, sync_status_success
+from latsite.api.documents import documents_changed
 from latsite.locks import DEPOSIT_SEQUENCE_LOCK
 
 logger = logging.getLogger(__name__)
@@ -235,7 +236,8 @@ def _rewind(lat: Lat, rewind: Rewind) -> int:
     """Remove the deposits and events a reorg orphaned (taking their transfers back out of
     the balances) and move the checkpoint back to the fork; returns how many deposits went."""
     removed = deposit_remove_from_block(lat=lat, block_number=rewind.fork + 1)
-    activity_remove_from_block(lat=lat, block_number=rewind.fork + 1)
+    if activity_remove_from_block(lat=lat, block_number=rewind.fork + 1):
+        documents_changed()
     if rewind.checkpoint is None:
         DepositCheckpoint.objects.filter(lat=lat).delete()
     else:
@@ -283,6 +285,8 @@ def _store_range(lat: Lat, read: Range) -> tuple[int, list[ActivityLog]]:
             "block_time": read.blocks[read.last].time,
         },
     )
+    if new_logs:
+        documents_changed()  # the validators of the read documents (ETags) move on
     return new, new_logs
 
 

@@ -20,7 +20,12 @@ class MetricSnapshot(models.Model):
     base_apy = models.DecimalField(max_digits=20, decimal_places=8, default=0)
     native_apy = models.DecimalField(max_digits=20, decimal_places=8, default=0)
     total_apy = models.DecimalField(max_digits=20, decimal_places=8, default=0)
-    total_users = models.PositiveBigIntegerField(default=0, help_text="Distinct depositors so far.")
+    total_users = models.PositiveBigIntegerField(
+        default=0, help_text="Holders: addresses with a LAT balance above zero at the snapshot."
+    )
+    ever_holders = models.PositiveBigIntegerField(
+        default=0, help_text="Addresses that have held the LAT at any time up to the snapshot."
+    )
 
     class Meta:
         ordering = ("lat_id", "timestamp")

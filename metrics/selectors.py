@@ -57,9 +57,9 @@ def lat_history(
 ) -> list[HistoricalPoint]:
     """One point per period: the latest snapshot at or before the period's end.
 
-    TVL and APY are levels, the same for both variants. `totalUsers` is all depositors up to
-    the point (`cumulative`) or those new in the period (`discrete`). Points before the first
-    snapshot are left out.
+    TVL and APY are levels, the same for both variants. `totalUsers` is the holders at the
+    point (balance above zero, `cumulative`) or the addresses that became holders for the first
+    time in the period (`discrete`). Points before the first snapshot are left out.
     """
     step = STEPS[frequency]
     points = _points(start, end, step)
@@ -79,14 +79,13 @@ def lat_history(
     out: list[HistoricalPoint] = []
     index = 0
     current = before
-    previous_users = before.total_users if before else 0
+    previous_ever = before.ever_holders if before else 0
     for point in points:
         while index < len(snapshots) and snapshots[index].timestamp <= point:
             current = snapshots[index]
             index += 1
         if current is None:
             continue
-        users = current.total_users
         out.append(
             HistoricalPoint(
                 timestamp=point,
@@ -97,10 +96,12 @@ def lat_history(
                 base_apy=current.base_apy,
                 native_apy=current.native_apy,
                 total_apy=current.total_apy,
-                total_users=users if variant == "cumulative" else users - previous_users,
+                total_users=current.total_users
+                if variant == "cumulative"
+                else current.ever_holders - previous_ever,
             )
         )
-        previous_users = users
+        previous_ever = current.ever_holders
     return out
 
 

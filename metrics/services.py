@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from eth_utils import to_checksum_address
 
-from deposits.models import Deposit
+from deposits.models import HolderTally
 from lats.chain.gateway import Gateway, gateway_for
 from lats.indexing import Checkpoint, Rewind, index_ranges, index_start
 from lats.models import Lat, PriceFeed, SyncStatus, Token
@@ -299,7 +299,10 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
             "nativeApy": _fmt(native),
             "totalApy": _fmt(rewards + base),
         }
-    users = Deposit.objects.filter(lat=lat).values("sender").distinct().count()
+    holders, ever = HolderTally.objects.filter(lat=lat).values_list("holders", "ever").first() or (
+        0,
+        0,
+    )
     values = {
         "block_number": lat.state_block or 0,
         "total_assets": lat.total_assets,
@@ -311,7 +314,8 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
         "base_apy": _pct(base),
         "native_apy": _pct(Decimal(apys["current"]["nativeApy"])),
         "total_apy": _pct(Decimal(apys["current"]["totalApy"])),
-        "total_users": users,
+        "total_users": holders,
+        "ever_holders": ever,
     }
     snapshot = MetricSnapshot.objects.filter(lat=lat, timestamp=hour).first()
     if snapshot is None:

@@ -281,6 +281,9 @@ def eager() -> Iterator[None]:
     """Publishing runs the task in-process (for the fan-out tasks), not through the broker."""
     from latsite.celery import app as celery_app
 
+    # Tasks published by name run in-process only once their modules are imported, as a worker
+    # imports them at start (otherwise NotRegistered, depending on which tests ran before).
+    celery_app.loader.import_default_modules()
     before = celery_app.conf.task_always_eager
     celery_app.conf.task_always_eager = True
     yield
@@ -297,6 +300,7 @@ T0 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
 @pytest.fixture
 def world(dataset):
     """The data set, plus one row of every model the admin shows that it lacks."""
+    from deposits.activity import activity_record
     from deposits.models import DepositCheckpoint
     from deposits.services import deposit_record_events
     from lats.models import PriceFeed, SyncStatus
@@ -319,6 +323,11 @@ def world(dataset):
     deposit_record_events(lat=dataset.eth_lat, events=[event(10, 0), event(11, 1)])
     DepositCheckpoint.objects.create(
         lat=dataset.eth_lat, block_number=11, block_hash="0x" + "1" * 64
+    )
+    activity_record(
+        lat=dataset.eth_lat,
+        logs=[f.transfer_log(10, 1, A(0), A(0xA1), 5), f.transfer_log(11, 2, A(0xA1), A(0xA2), 2)],
+        timestamps={10: 1_772_323_200, 11: 1_772_323_212},
     )
     f.MetricSnapshotFactory(lat=dataset.eth_lat, timestamp=T0, total_assets=1, total_supply=1)
     RewardSubmission.objects.create(

@@ -9,6 +9,7 @@ from eth_utils import to_checksum_address
 
 from deposits.models import Deposit
 from deposits.services import DepositEvent
+from lats.chain.activity import ActivityLog
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
 from lats.values import BEACON_CHAIN_ETH
 from metrics.models import MetricSnapshot
@@ -155,4 +156,18 @@ def event(
         asset=address(asset),
         amount=amount,
         shares=shares,
+    )
+
+
+def transfer_log(block: int, log: int, sender: str, receiver: str, value: int) -> ActivityLog:
+    """A decoded Transfer log (a mint from, or a burn to, the zero address included)."""
+    kind = "mint" if int(sender, 16) == 0 else "burn" if int(receiver, 16) == 0 else "transfer"
+    return ActivityLog(
+        type=kind,
+        event="Transfer",
+        tx_hash=f"0x{block:032x}{log:032x}",
+        log_index=log,
+        block_number=block,
+        block_hash=f"0x{block:064x}",
+        args={"from": sender, "to": receiver, "value": str(value)},
     )

@@ -17,7 +17,9 @@ class HistoricalPointSerializer(serializers.Serializer):
     totalUsers = serializers.IntegerField(
         source="total_users",
         read_only=True,
-        help_text="cumulative: depositors up to the point; discrete: new in the period.",
+        help_text="cumulative: holders at the point (addresses whose LAT balance is above "
+        "zero); discrete: addresses that became holders for the first time in the period. "
+        "Snapshots taken before the service kept holders count depositors instead.",
     )
 
 

@@ -31,7 +31,9 @@ class HistoricalView(APIView):
         description=(
             "One data point per period, from `endAt` back to `startAt`, `frequency` apart: the "
             "LAT's metrics as last recorded at or before the point. TVL and APY are levels "
-            "(the same in both variants); `totalUsers` is cumulative or per period. The window "
+            "(the same in both variants); `totalUsers` counts holders (balance above zero) at the "
+            "point for `cumulative`, and addresses that first became holders in the period for "
+            "`discrete`. The window "
             "may span at most 365 days for `1d` and 720 days for `7d`."
         ),
         parameters=[

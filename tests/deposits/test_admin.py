@@ -73,3 +73,23 @@ def test_deposit_search_by_tx_hash_and_sender(admin_client, thirty_deposits):
     rows = admin_client.get(url, {"q": A(0xE1).lower()}).context["cl"].result_list
     assert len(rows) == 30  # every deposit of the fixture comes from 0x…e1
     assert list(admin_client.get(url, {"q": "nonsense"}).context["cl"].result_list) == []
+
+
+def test_events_and_holders_are_searchable_by_hash_and_address(admin_client, world):
+    from deposits.models import Event, Holder
+
+    a1, a2 = f.address(0xA1), f.address(0xA2)
+    transfer = Event.objects.get(type="transfer")
+    url = changelist_url(Event)
+    by_hash = admin_client.get(url, {"q": transfer.tx_hash.upper().replace("0X", "0x")})
+    assert list(by_hash.context["cl"].result_list) == [transfer]
+    by_address = admin_client.get(url, {"q": a2.lower()})
+    assert list(by_address.context["cl"].result_list) == [transfer]
+    by_minter = admin_client.get(url, {"q": a1})
+    assert {e.type for e in by_minter.context["cl"].result_list} == {"mint", "transfer"}
+    holders = admin_client.get(changelist_url(Holder), {"q": a1}).context["cl"].result_list
+    # 5 minted to a1, 2 sent on to a2.
+    assert [(h.address, int(h.balance)) for h in holders] == [(a1.lower(), 3)]
+    assert (
+        admin_client.get(changelist_url(Holder), {"q": "nonsense"}).context["cl"].result_count == 0
+    )

@@ -52,10 +52,12 @@ def test_tasks_refresh_the_lat_from_the_chain(imported):
     assert snapshot.result["status"] == "done", snapshot.traceback
     row = MetricSnapshot.objects.get(lat=lat)
     assert int(row.total_supply) == lt.functions.totalSupply().call()
-    assert row.total_users == len(
-        {log["args"]["sender"] for log in lt.events.AssetDeposited.get_logs(from_block=0)}
-        | {log["args"]["sender"] for log in lt.events.Deposit.get_logs(from_block=0)}
-    )
+    # Holders: the addresses any Transfer credited whose balance on the chain is above zero.
+    credited = {log["args"]["to"] for log in lt.events.Transfer.get_logs(from_block=0)}
+    holding = {a for a in credited if lt.functions.balanceOf(a).call() > 0}
+    assert len(holding) > 0
+    assert row.total_users == len(holding)
+    assert row.ever_holders == len(credited)
 
     statuses = SyncStatus.objects.filter(lat=lat)
     assert {s.job for s in statuses} == {"state", "metadata", "deposits", "snapshot"}

@@ -16,6 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django_celery_beat.models import PeriodicTask
 
+from deposits.activity import activity_record
 from deposits.models import Deposit, DepositCheckpoint
 from deposits.services import deposit_record_events
 from lats.models import Avs, Lat, PriceFeed, SyncStatus, Token
@@ -48,6 +49,9 @@ def test_every_model_of_ours_is_registered():
         "operators.StakerNode",
         "deposits.Deposit",
         "deposits.DepositCheckpoint",
+        "deposits.Event",
+        "deposits.Holder",
+        "deposits.HolderTally",
         "metrics.MetricSnapshot",
         "metrics.RewardSubmission",
     }
@@ -110,6 +114,10 @@ def grow(dataset, n: int) -> None:
             start_timestamp=0,
             duration=1,
             strategies=[],
+        )
+        # A mint to a new holder: an event, a holder and the LAT's tally.
+        activity_record(
+            lat=lat, logs=[f.transfer_log(1, 0, A(0), A(0xB000 + lat.id), 1)], timestamps={1: 0}
         )
     top = Deposit.objects.count()
     deposit_record_events(lat=dataset.eth_lat, events=[event(1000 + top + i, 0) for i in range(n)])

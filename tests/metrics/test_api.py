@@ -21,15 +21,15 @@ def at(day: int, hour: int = 0) -> dt.datetime:
 @pytest.fixture
 def history(dataset):
     lat = dataset.eth_lat
-    # Snapshots: before the window (day 1), then days 2, 3 (two), 5.
+    # Snapshots: before the window (day 1), then days 2, 3 (two), 5; holders now and ever.
     rows = [
-        (at(1, 12), "10", 3, "1.5"),
-        (at(2, 6), "11", 5, "2.0"),
-        (at(3, 1), "12", 6, "2.5"),
-        (at(3, 20), "13", 9, "3.0"),
-        (at(5, 8), "15", 10, "4.0"),
+        (at(1, 12), "10", 3, 4, "1.5"),
+        (at(2, 6), "11", 5, 7, "2.0"),
+        (at(3, 1), "12", 6, 8, "2.5"),
+        (at(3, 20), "13", 9, 12, "3.0"),
+        (at(5, 8), "15", 10, 13, "4.0"),
     ]
-    for ts, tvl, users, apy in rows:
+    for ts, tvl, users, ever, apy in rows:
         f.MetricSnapshotFactory(
             lat=lat,
             timestamp=ts,
@@ -41,6 +41,7 @@ def history(dataset):
             native_apy=Decimal("0.5"),
             total_apy=Decimal(apy) + 1,
             total_users=users,
+            ever_holders=ever,
         )
     return dataset
 
@@ -78,8 +79,9 @@ def test_daily_discrete_counts_new_users_per_period(api, history):
     data = api.get(
         URL, {"startAt": "2026-05-02", "endAt": "2026-05-05T00:00:00", "variant": "discrete"}
     ).json()["data"]
-    # Users at the points: 3, 5, 9, 9; at 2026-05-01T00:00, a period earlier, none yet.
-    assert [p["totalUsers"] for p in data] == [3, 2, 4, 0]
+    # Addresses that ever held, at the points: 4, 7, 12, 12; at 2026-05-01T00:00, a period
+    # earlier, none yet. New holders per period are the differences.
+    assert [p["totalUsers"] for p in data] == [4, 3, 5, 0]
     assert [p["totalTvlEth"] for p in data] == [10.0, 11.0, 13.0, 13.0]
 
 

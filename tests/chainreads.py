@@ -83,3 +83,76 @@ def chain_deposit_count(chain, manifest) -> int:
         len(event.get_logs(from_block=manifest["deploymentBlock"]))
         for event in (lt.events.AssetDeposited, lt.events.Deposit)
     )
+
+
+# extensions.md's table, written out here from the spec (not taken from the service's code):
+# (contract, event, feed type) and the JSON form of each argument.
+ACTIVITY_TABLE = (
+    ("LiquidToken", "AssetDeposited", "deposit"),
+    ("LiquidToken", "Deposit", "deposit"),
+    ("LiquidToken", "Transfer", "transfer"),
+    ("LiquidToken", "Paused", "paused"),
+    ("LiquidToken", "Unpaused", "unpaused"),
+    ("LiquidTokenManager", "TokenAdded", "tokenAdded"),
+    ("LiquidTokenManager", "TokenRemoved", "tokenRemoved"),
+    ("LiquidTokenManager", "TokenPriceUpdated", "priceUpdated"),
+    ("LiquidTokenManager", "NodeDelegated", "nodeDelegated"),
+    ("LiquidTokenManager", "AssetsStakedToNode", "assetsStaked"),
+    ("StakerNodeCoordinator", "NodeCreated", "nodeCreated"),
+)
+ZERO = "0x" + "0" * 40
+
+
+def _json_arg(name: str, value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_json_arg(name, v) for v in value]
+    if isinstance(value, str) and Web3.is_address(value):
+        return Web3.to_checksum_address(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if name in ("nodeId", "decimals") else str(value)
+    return value
+
+
+def chain_events(chain, manifest: dict[str, Any], to_block: int) -> list[dict[str, Any]]:
+    """The LAT's feed as the chain has it, newest first: every log of the table from the
+    deployment block to `to_block`, decoded by web3 (a Transfer is a `transfer` only between
+    two non-zero addresses)."""
+    proxies = manifest["contractDeployments"]["proxy"]
+    addresses = {
+        "LiquidToken": manifest["proxyAddress"],
+        "LiquidTokenManager": proxies["liquidTokenManager"]["address"],
+        "StakerNodeCoordinator": proxies["stakerNodeCoordinator"]["address"],
+    }
+    out = []
+    for contract_name, event_name, kind in ACTIVITY_TABLE:
+        contract = chain.contract(contract_name, addresses[contract_name])
+        for log in contract.events[event_name].get_logs(
+            from_block=manifest["deploymentBlock"], to_block=to_block
+        ):
+            args = dict(log["args"])
+            if event_name == "Transfer" and ZERO in (args["from"], args["to"]):
+                continue
+            block = chain.w3.eth.get_block(log["blockNumber"])
+            out.append(
+                {
+                    "type": kind,
+                    "blockNumber": log["blockNumber"],
+                    "blockTimestamp": block["timestamp"],
+                    "transactionHash": hexstr(log["transactionHash"]),
+                    "logIndex": log["logIndex"],
+                    "args": {name: _json_arg(name, value) for name, value in args.items()},
+                }
+            )
+    return sorted(out, key=lambda e: (e["blockNumber"], e["logIndex"]), reverse=True)
+
+
+def chain_balances(chain, manifest: dict[str, Any], block: int) -> dict[str, int]:
+    """balanceOf at `block` of every address a Transfer of the LAT ever credited."""
+    lt = chain.contract("LiquidToken", manifest["proxyAddress"])
+    credited = {
+        log["args"]["to"]
+        for log in lt.events.Transfer.get_logs(
+            from_block=manifest["deploymentBlock"], to_block=block
+        )
+    } - {ZERO}
+    return {a: lt.functions.balanceOf(a).call(block_identifier=block) for a in credited}

@@ -83,6 +83,10 @@ def _event_table() -> str:
     return "\n".join(lines)
 
 
+_ONE_TYPE = "(" + "|".join(selectors.FEED_TYPES) + ")"
+_TYPES_PATTERN = f"^{_ONE_TYPE}(,{_ONE_TYPE})*$"
+
+
 def _parse_types(params) -> tuple[str, ...]:
     raw = params.get("type")
     if raw is None:
@@ -112,7 +116,7 @@ class EventListView(APIView):
             _LAT_PATH,
             OpenApiParameter(
                 "type",
-                {"type": "string"},
+                {"type": "string", "pattern": _TYPES_PATTERN},
                 OpenApiParameter.QUERY,
                 description="Comma-separated types: "
                 + ", ".join(selectors.FEED_TYPES)

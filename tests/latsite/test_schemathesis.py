@@ -20,7 +20,8 @@ is replaced by a stricter check: a request the schema allows gets a 2xx, except 
 - 422 for a documented rule OpenAPI cannot state: `assets` and `amounts` of unequal length, an
   asset the LAT does not support, a zero amount or one of 2^256 or more, a zero receiver, a
   historical window reversed or too long, a startAt/endAt outside 1970-01-01..9999-12-30, or
-  a deposits `cursor` the service did not return in `meta.next` (or sent with a non-zero skip).
+  a deposits or events `cursor` the service did not return in `meta.next` (or sent with a
+  non-zero skip), an events `fromBlock` above its `toBlock`.
 """
 
 from __future__ import annotations
@@ -296,12 +297,21 @@ def excuse(case, response, world: World) -> str | None:
         return _window_excuse(case.query or {})
     if case.method.upper() == "POST" and isinstance(case.body, dict):
         return _deposit_excuse(case.body, world.lats.get(address, set()))
-    if path == "/metrics/deposits" and "cursor" in (case.query or {}):
+    return _listing_excuse(path, case.query or {}, response.json()["error"]["message"])
+
+
+def _listing_excuse(path: str, query: dict[str, Any], message: str) -> str | None:
+    """A listing's rules OpenAPI cannot state; the message must name the parameter broken."""
+    reasons = {}
+    if path in ("/metrics/deposits", "/lat/{address}/events") and "cursor" in query:
         # OpenAPI cannot say which strings the service made, nor forbid cursor with skip.
-        message = response.json()["error"]["message"]
-        assert "cursor" in message
-        return "a cursor the service did not make, or one with a non-zero skip"
-    return None
+        reasons["cursor"] = "a cursor the service did not make, or one with a non-zero skip"
+    low, high = query.get("fromBlock"), query.get("toBlock")
+    if path == "/lat/{address}/events" and None not in (low, high) and int(low) > int(high):
+        reasons["fromBlock"] = "a reversed block range"
+    named = [reason for parameter, reason in reasons.items() if parameter in message]
+    assert named or not reasons, message
+    return named[0] if named else None
 
 
 # --- the run -----------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""OpenAPI helpers: the documented error responses and rate-limit headers of each endpoint."""
+"""OpenAPI helpers: the documented error responses, rate-limit and request-id headers of each
+endpoint."""
 
 from __future__ import annotations
 
@@ -58,12 +59,40 @@ RATE_LIMIT_HEADERS = [
 ]
 
 
+_REQUEST_ID = (
+    "The request's id in the server's logs: the caller's `X-Request-ID` when it is 1 to 200 "
+    "visible ASCII characters, else one the server made."
+)
+# X-Request-ID on every operation: optional in the request, always in the answer
+# (latsite.middleware.RequestIdMiddleware).
+REQUEST_ID_HEADERS = [
+    OpenApiParameter(
+        "X-Request-ID",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        required=False,
+        description="Optional. An id of the caller's for this request, 1 to 200 visible ASCII "
+        "characters; returned in the X-Request-ID response header and written on the server's "
+        "log lines (any other value is replaced by one the server makes).",
+    ),
+    OpenApiParameter(
+        "X-Request-ID",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        required=True,
+        description=_REQUEST_ID,
+        response=True,
+    ),
+]
+
+
 class RateLimitedAutoSchema(AutoSchema):
-    """drf-spectacular's AutoSchema, documenting the rate-limit headers on every response of the
-    operations that a rate limit counts (those whose view has throttles)."""
+    """drf-spectacular's AutoSchema, documenting X-Request-ID on every operation and the
+    rate-limit headers on every response of the operations that a rate limit counts (those whose
+    view has throttles)."""
 
     def get_override_parameters(self):
-        parameters = super().get_override_parameters()
+        parameters = [*super().get_override_parameters(), *REQUEST_ID_HEADERS]
         if self.view.get_throttles():
             return [*parameters, *RATE_LIMIT_HEADERS]
         return parameters

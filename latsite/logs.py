@@ -21,6 +21,7 @@ from contextvars import ContextVar, Token
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
+from pythonjsonlogger.json import JsonFormatter
 
 HEADER = "X-Request-ID"
 # The Celery message header that carries the request id to the worker.
@@ -148,10 +149,11 @@ class RedactUrlsFilter(logging.Filter):
         redacted = redact(message, secrets)
         if redacted != message:
             record.msg, record.args = redacted, None
-        if record.exc_info and record.exc_info[0] is not None:
-            text = record.exc_text or logging.Formatter().formatException(record.exc_info)
-            record.exc_text, record.exc_info = redact(text, secrets), None
-        elif record.exc_text:
+        # The formatted exception, which logging's formatters use when set (exc_info stays on the
+        # record for the other handlers; RedactingJsonFormatter redacts its own formatting).
+        if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
             record.exc_text = redact(record.exc_text, secrets)
         if record.stack_info:
             record.stack_info = redact(record.stack_info, secrets)
@@ -159,6 +161,17 @@ class RedactUrlsFilter(logging.Filter):
             if name not in _RECORD_ATTRS and isinstance(value, str):
                 setattr(record, name, redact(value, secrets))
         return True
+
+
+class RedactingJsonFormatter(JsonFormatter):
+    """python-json-logger's formatter, whose exception and stack text are redacted too (it
+    formats the exception afresh instead of using the record's redacted `exc_text`)."""
+
+    def formatException(self, ei: Any) -> str:
+        return redact(str(super().formatException(ei)))
+
+    def formatStack(self, stack_info: str) -> str:
+        return redact(str(super().formatStack(stack_info)))
 
 
 def redact_data(value: Any, secrets: list[str]) -> Any:
@@ -188,7 +201,7 @@ def logging_config(log_format: str, level: str) -> dict[str, Any]:
     formatter: dict[str, Any] = {"format": _PLAIN}
     if log_format == "json":
         formatter = {
-            "()": "pythonjsonlogger.json.JsonFormatter",
+            "()": "latsite.logs.RedactingJsonFormatter",
             "fmt": _JSON_FIELDS,
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         }
@@ -286,5 +299,5 @@ def init_sentry(*, dsn: str, environment: str, release: str | None) -> None:
         integrations=[DjangoIntegration(), CeleryIntegration()],
         send_default_pii=False,
         before_send=sentry_before_send,  # type: ignore[arg-type]  # Event is a TypedDict
-        before_breadcrumb=sentry_before_breadcrumb,  # type: ignore[arg-type]  # the same
+        before_breadcrumb=sentry_before_breadcrumb,
     )

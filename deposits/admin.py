@@ -8,7 +8,7 @@ from functools import cached_property
 
 from django.contrib import admin
 from django.core.paginator import Paginator
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 
 from deposits.models import Deposit, DepositCheckpoint
 from lats.admin import ReadOnlyAdminMixin, model_field_names
@@ -29,14 +29,15 @@ class DepositPaginator(Paginator):
     """
 
     FILTERED_COUNT_CAP = 10_000
+    object_list: QuerySet[Deposit]  # the admin's changelist queryset
 
     def _ordering(self) -> str | None:
         """ "-seq" or "seq" when the list is unfiltered and ordered by seq alone; else None."""
         query = self.object_list.query
         if query.where or query.distinct or query.is_sliced:
             return None
-        order = tuple(query.order_by) or tuple(Deposit._meta.ordering)
-        return order[0] if order in (("-seq",), ("seq",)) else None
+        order = tuple(query.order_by) or tuple(Deposit._meta.ordering or ())
+        return str(order[0]) if order in (("-seq",), ("seq",)) else None
 
     @cached_property
     def count(self) -> int:

@@ -38,7 +38,7 @@ def declared_charset_refusal(request: HttpRequest) -> HttpResponse | None:
     """A 400 for a body declared in a charset other than UTF-8 (JSON is UTF-8, RFC 8259)."""
     if request.method not in _BODY_METHODS:
         return None
-    charset = request.content_params.get("charset")
+    charset = (request.content_params or {}).get("charset")
     if charset is None:
         return None
     try:

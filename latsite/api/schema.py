@@ -3,6 +3,8 @@ endpoint."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
@@ -28,7 +30,9 @@ READ_ERRORS = ("not_found", "unprocessable_entity")
 # Every operation: no credential needed, or the optional API key of the `ApiKey` scheme
 # (X-API-Token), which raises the caller's rate limit. An unknown key is a 401, a disabled or
 # expired one a 403 (`error_responses` documents both).
-OPTIONAL_API_KEY = [{"ApiKey": []}, {}]
+# Security requirement objects, as extend_schema(auth=...) passes them on (its annotation,
+# Sequence[str], names only the schemes' names).
+OPTIONAL_API_KEY: Any = [{"ApiKey": []}, {}]
 
 # startAt/endAt: an RFC 3339 full-date or date-time (the server also takes a date-time without
 # zone, as UTC: JSON Schema has no format for it, so the descriptions say so).

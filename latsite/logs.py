@@ -18,10 +18,13 @@ import logging
 import re
 import uuid
 from contextvars import ContextVar, Token
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
 from pythonjsonlogger.json import JsonFormatter
+
+if TYPE_CHECKING:
+    from sentry_sdk.types import Breadcrumb, BreadcrumbHint, Event, Hint
 
 HEADER = "X-Request-ID"
 # The Celery message header that carries the request id to the worker.
@@ -271,19 +274,18 @@ def connect_celery_signals() -> None:
 # Sentry -------------------------------------------------------------------------------------
 
 
-def sentry_before_send(event: dict[str, Any], hint: dict[str, Any]) -> dict[str, Any]:
+def sentry_before_send(event: Event, hint: Hint) -> Event:
     """Every string of the event redacted, and the request id as a tag."""
-    secrets = secrets_of_settings()
-    event = redact_data(event, secrets)
+    redacted: Event = redact_data(event, secrets_of_settings())
     current = _request_id.get()
     if current != NO_REQUEST:
-        event.setdefault("tags", {})["request_id"] = current
-    return event
+        redacted["tags"] = {**redacted.get("tags", {}), "request_id": current}
+    return redacted
 
 
-def sentry_before_breadcrumb(crumb: dict[str, Any], hint: dict[str, Any]) -> dict[str, Any]:
-    secrets = secrets_of_settings()
-    return redact_data(crumb, secrets)
+def sentry_before_breadcrumb(crumb: Breadcrumb, hint: BreadcrumbHint) -> Breadcrumb:
+    redacted: Breadcrumb = redact_data(crumb, secrets_of_settings())
+    return redacted
 
 
 def init_sentry(*, dsn: str, environment: str, release: str | None) -> None:
@@ -298,6 +300,6 @@ def init_sentry(*, dsn: str, environment: str, release: str | None) -> None:
         release=release,
         integrations=[DjangoIntegration(), CeleryIntegration()],
         send_default_pii=False,
-        before_send=sentry_before_send,  # type: ignore[arg-type]  # Event is a TypedDict
+        before_send=sentry_before_send,
         before_breadcrumb=sentry_before_breadcrumb,
     )

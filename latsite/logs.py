@@ -95,7 +95,7 @@ def configured_urls() -> list[str]:
 
 def _url_secrets(url: str) -> list[str]:
     """The parts of a configured URL that must never be logged: the URL, its userinfo and its
-    path with query (requests' errors quote `url: /v3/<key>` without the host). None for a URL
+    path with query (requests' errors quote `url: /v3/<key>` without the host). Nothing for a URL
     of only a scheme and host (a local node); the whole value when it is no URL at all."""
     match = _URL.fullmatch(url)
     if match is None:

@@ -1,4 +1,5 @@
 # Everyday commands. `make install` is idempotent and quick when nothing changed.
+SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -13,13 +14,15 @@ TEST_ENV := DJANGO_DEBUG=false DJANGO_SECRET_KEY=test-only-secret-key-not-for-pr
 # The demo runs on embedded defaults: SQLite file, local-memory cache, a local anvil chain.
 DEMO_ENV := DJANGO_DEBUG=true
 
-.PHONY: install test demo bench lint fmt migrations-check schema clean
+.PHONY: install test demo bench lint lock lock-check fmt migrations-check schema clean
 
 install: $(VENV)/.installed node_modules/.installed build/contracts.json
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install --quiet --disable-pip-version-check -c requirements.lock -e ".[dev]"
+	$(PIP) install --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements.lock
+	$(PIP) install --quiet --disable-pip-version-check --no-deps -e .
+	$(PIP) check --disable-pip-version-check
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -44,7 +47,24 @@ bench: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(TEST_ENV) $(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
+
+# requirements.lock: every package pyproject.toml needs (with the dev extra), pinned with hashes.
+# `make lock` re-resolves it (keeping the pins that still fit); `make lock-check` fails when it
+# no longer matches pyproject.toml.
+LOCK_CMD := $(VENV)/bin/uv pip compile pyproject.toml --extra dev --generate-hashes \
+	--python-version 3.11 --quiet
+
+lock: $(VENV)/.installed
+	$(LOCK_CMD) -o requirements.lock
+
+lock-check: $(VENV)/.installed
+	@tmp=$$(mktemp -d) && cp requirements.lock $$tmp/requirements.lock && \
+	$(LOCK_CMD) -o $$tmp/requirements.lock && \
+	if diff -u <(grep -v '^#' requirements.lock) <(grep -v '^#' $$tmp/requirements.lock); \
+	then echo "requirements.lock matches pyproject.toml"; rm -rf $$tmp; \
+	else echo "requirements.lock is out of date: run make lock" >&2; rm -rf $$tmp; exit 1; fi
 
 fmt: install
 	$(VENV)/bin/ruff check --fix .

@@ -8,7 +8,7 @@ from functools import cached_property
 
 from django.contrib import admin
 from django.core.paginator import Paginator
-from django.db.models import Max, Q
+from django.db.models import Max, Q, QuerySet
 
 from deposits.models import Deposit, DepositCheckpoint, Event, Holder, HolderTally
 from lats.admin import ReadOnlyAdminMixin, model_field_names
@@ -23,6 +23,7 @@ class CappedPaginator(Paginator):
     or search (a COUNT(*) over a table of millions per page view would be the page's cost)."""
 
     COUNT_CAP = 10_000
+    object_list: QuerySet  # the admin's changelist queryset
 
     @cached_property
     def count(self) -> int:
@@ -38,13 +39,15 @@ class DepositPaginator(CappedPaginator):
     counted as CappedPaginator counts. Django's Paginator cannot do either, hence this class.
     """
 
+    object_list: QuerySet[Deposit]  # the admin's changelist queryset
+
     def _ordering(self) -> str | None:
         """ "-seq" or "seq" when the list is unfiltered and ordered by seq alone; else None."""
         query = self.object_list.query
         if query.where or query.distinct or query.is_sliced:
             return None
-        order = tuple(query.order_by) or tuple(Deposit._meta.ordering)
-        return order[0] if order in (("-seq",), ("seq",)) else None
+        order = tuple(query.order_by) or tuple(Deposit._meta.ordering or ())
+        return str(order[0]) if order in (("-seq",), ("seq",)) else None
 
     @cached_property
     def count(self) -> int:

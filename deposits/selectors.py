@@ -70,9 +70,10 @@ class DepositPage:
 
 def iso_instant(value: datetime | str) -> str:
     """DRF's DateTimeField output: ISO 8601 in UTC with a Z."""
-    if isinstance(value, str):  # SQLite through a raw cursor
-        value = parse_datetime(value)
-    text = value.astimezone(UTC).isoformat()
+    parsed = parse_datetime(value) if isinstance(value, str) else value  # SQLite: a string
+    if parsed is None:
+        raise ValueError(f"not a date-time: {value!r}")
+    text = parsed.astimezone(UTC).isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
@@ -142,7 +143,7 @@ def _total() -> int:
 
 
 def _lookups(filters: dict[str, str]) -> dict[str, Any]:
-    lookups = {FILTERS[name]: value for name, value in filters.items()}
+    lookups: dict[str, Any] = {FILTERS[name]: value for name, value in filters.items()}
     if "lat_id__in" in lookups:
         # Resolve the LAT first so that the filter uses the (lat, block, log) index alone.
         lookups["lat_id__in"] = list(

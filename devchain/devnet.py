@@ -31,19 +31,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from eth_abi import decode as abi_decode
+from eth_typing import HexStr
 from web3 import Web3
 from web3.contract import Contract
 from web3.contract.contract import ContractFunction
 from web3.logs import DISCARD
-from web3.types import TxReceipt
+from web3.types import RPCEndpoint, TxParams, TxReceipt
 
 from devchain.compile import load_build
 
 BEACON_CHAIN_ETH = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
-MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11"
+MULTICALL3_ADDRESS = Web3.to_checksum_address("0xcA11bde05977b3631167028862bE2a173976CA11")
 EIP1967_IMPLEMENTATION_SLOT = 0x360894A13BA1A3210667C828492DB98DCA3E2076CC3735A920A3CA505D382BBC
 EIP1967_ADMIN_SLOT = 0xB53127684A568B3173AE13B9F8A6016E243E63B6E8EE1178D6A717850B5D6103
 
@@ -268,7 +269,7 @@ def decode_error(data: str | bytes) -> tuple[str, tuple[Any, ...]]:
 
 
 def _send(w3: Web3, call: ContractFunction, sender: str, **tx: Any) -> TxReceipt:
-    tx_hash = call.transact({"from": sender, **tx})
+    tx_hash = call.transact(cast(TxParams, {"from": sender, **tx}))
     return _receipt(w3, tx_hash)
 
 
@@ -292,6 +293,8 @@ def _deploy(w3: Web3, name: str, sender: str, *args: Any) -> Deployed:
     artifact = load_artifacts()[name]
     factory = w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
     receipt = _receipt(w3, factory.constructor(*args).transact({"from": sender}))
+    if receipt["contractAddress"] is None:
+        raise DevnetError(f"deploying {name} created no contract")
     return Deployed(Web3.to_checksum_address(receipt["contractAddress"]), receipt["blockNumber"])
 
 
@@ -299,7 +302,9 @@ def install_multicall3(w3: Web3) -> str:
     """Put Multicall3's runtime code at the canonical address (anvil_setCode) if absent."""
     if len(w3.eth.get_code(MULTICALL3_ADDRESS)) == 0:
         code = load_artifacts()["Multicall3"]["deployedBytecode"]
-        response = w3.provider.make_request("anvil_setCode", [MULTICALL3_ADDRESS, code])
+        response = w3.provider.make_request(
+            RPCEndpoint("anvil_setCode"), [MULTICALL3_ADDRESS, code]
+        )
         if "error" in response:
             raise DevnetError(f"anvil_setCode failed: {response['error']}")
     return MULTICALL3_ADDRESS
@@ -309,7 +314,9 @@ def remove_multicall3(w3: Web3) -> None:
     """Take any code away from Multicall3's canonical address (anvil_setCode), for a devnet that
     must lack it."""
     if len(w3.eth.get_code(MULTICALL3_ADDRESS)) != 0:
-        response = w3.provider.make_request("anvil_setCode", [MULTICALL3_ADDRESS, "0x"])
+        response = w3.provider.make_request(
+            RPCEndpoint("anvil_setCode"), [MULTICALL3_ADDRESS, "0x"]
+        )
         if "error" in response:
             raise DevnetError(f"anvil_setCode failed: {response['error']}")
 
@@ -319,7 +326,7 @@ def remove_multicall3(w3: Web3) -> None:
 
 @dataclass
 class Core:
-    accounts: list[str]
+    accounts: Sequence[str]
     strategy_manager: Contract
     delegation_manager: Contract
     rewards_coordinator: Contract
@@ -715,9 +722,10 @@ def deposit_many(
     _receipt(w3, hashes[-1])
     # Auto-mining mines each transaction as it arrives; check that every one succeeded.
     with w3.batch_requests() as batch_requests:
-        for tx_hash in hashes:
-            batch_requests.add(w3.eth.get_transaction_receipt(tx_hash))
-        receipts = batch_requests.execute()
+        for sent in hashes:
+            batch_requests.add(w3.eth.get_transaction_receipt(HexStr(sent)))
+        # Formatted receipts; the annotation says raw RPC responses.
+        receipts = cast(list[TxReceipt], batch_requests.execute())
     failed = [h for h, r in zip(hashes, receipts, strict=True) if r["status"] != 1]
     if failed:
         raise DevnetError(f"{len(failed)} deposit transactions reverted, first {failed[0]}")

@@ -4,12 +4,14 @@ price feeds. What the refresh jobs read from the chain is shown read-only."""
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.validators import URLValidator
 from django.db import models, transaction
 from django.db.models import Prefetch
+from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from simple_history.admin import SimpleHistoryAdmin
@@ -24,7 +26,8 @@ from latsite.refresh import enqueue_metadata_refresh, enqueue_refresh_now
 class ReadOnlyAdminMixin:
     """Shown, never written through admin: the refresh jobs own these rows."""
 
-    actions = None
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        return {}  # as `actions = None` would do
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
@@ -263,7 +266,8 @@ class TagListField(forms.CharField):
     def prepare_value(self, value):
         return "\n".join(value) if isinstance(value, list | tuple) else value
 
-    def to_python(self, value) -> list[str]:
+    # JSONField.to_python returns any JSON value; its stub inherits CharField's `str | None`.
+    def to_python(self, value) -> list[str]:  # type: ignore[override]
         if isinstance(value, list | tuple):
             return [str(tag) for tag in value]
         text = "" if value in self.empty_values else str(value)

@@ -10,7 +10,7 @@ import urllib.parse
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
 
 from lats.chain.gateway import Gateway, gateway_for, scan_ranges
 from lats.chain.results import Block
@@ -45,11 +45,16 @@ def _document_value(field: str, value: Any) -> str | None:
     value = value.strip()
     if field in _URL_FIELDS:
         scheme = urllib.parse.urlsplit(value).scheme.lower()
-        max_length = Avs._meta.get_field(field).max_length
-        if scheme not in {"http", "https"} or len(value) > max_length:
+        max_length = _max_length(field)
+        if scheme not in {"http", "https"} or (max_length is not None and len(value) > max_length):
             return None
         return value
-    return value[: Avs._meta.get_field(field).max_length or None]
+    return value[: _max_length(field)]
+
+
+def _max_length(field: str) -> int | None:
+    column = Avs._meta.get_field(field)
+    return column.max_length if isinstance(column, models.Field) else None
 
 
 @transaction.atomic

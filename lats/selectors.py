@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from decimal import Decimal
 
 from django.db.models import Prefetch, QuerySet
@@ -104,6 +104,8 @@ _LAT_COLUMNS = (
     "total_supply",
     "apys",
 )
+# LatRecord's fields in _LAT_COLUMNS' order (all but its tokens).
+_RECORD_FIELDS = tuple(f.name for f in fields(LatRecord) if f.name != "tokens")
 _LINK_COLUMNS = (
     "lat_id",
     "token_id",
@@ -140,7 +142,10 @@ def lat_records(*, address: str | None = None) -> list[LatRecord]:
     if not rows:
         return []
     links = token_links(lat_ids=[row[0] for row in rows] if address is not None else None)
-    return [LatRecord(*row, tokens=links.get(row[0], [])) for row in rows]
+    return [
+        LatRecord(**dict(zip(_RECORD_FIELDS, row, strict=True)), tokens=links.get(row[0], []))
+        for row in rows
+    ]
 
 
 def lat_record(*, address: str) -> LatRecord:

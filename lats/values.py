@@ -12,19 +12,26 @@ WAD_DECIMAL = Decimal(WAD)
 BEACON_CHAIN_ETH = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
 
 
+# Read-only members (properties), so that frozen dataclasses and models both qualify.
 class Supply(Protocol):
-    total_assets: Decimal | int
-    total_supply: Decimal | int
+    @property
+    def total_assets(self) -> Decimal | int: ...
+    @property
+    def total_supply(self) -> Decimal | int: ...
 
 
 class Priced(Protocol):
-    price_per_unit: Decimal | int
-    decimals: int
+    @property
+    def price_per_unit(self) -> Decimal | int: ...
+    @property
+    def decimals(self) -> int: ...
 
 
 class Valued(Supply, Protocol):
-    base_asset: str
-    unit_eth_price: Decimal | int
+    @property
+    def base_asset(self) -> str: ...
+    @property
+    def unit_eth_price(self) -> Decimal | int: ...
 
 
 def is_beacon_chain_eth(address: str) -> bool:

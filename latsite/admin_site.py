@@ -10,10 +10,11 @@ from axes.helpers import get_cool_off
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django_celery_beat.admin import PeriodicTaskAdmin
 from django_celery_beat.models import PeriodicTask
+from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 # --- login throttle (settings.AXES_*) ---------------------------------------------------------
@@ -22,7 +23,7 @@ from rest_framework.throttling import BaseThrottle
 def client_ip(request: HttpRequest) -> str | None:
     """The client address the login throttle counts by: the one the API's rate limits see
     (REMOTE_ADDR, or X-Forwarded-For as NUM_PROXIES trusted proxies set it)."""
-    return BaseThrottle().get_ident(request)
+    return BaseThrottle().get_ident(Request(request))
 
 
 def lockout_response(request: HttpRequest, original_response=None, credentials=None):
@@ -35,7 +36,7 @@ def lockout_response(request: HttpRequest, original_response=None, credentials=N
         "failure_limit": settings.AXES_FAILURE_LIMIT,
         "minutes": math.ceil(seconds / 60) if seconds else None,
     }
-    response: HttpResponse = TemplateResponse(request, "admin/lockout.html", context, status=429)
+    response = TemplateResponse(request, "admin/lockout.html", context, status=429)
     if seconds:
         response["Retry-After"] = str(seconds)
     return response.render()

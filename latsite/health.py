@@ -35,6 +35,7 @@ import os
 import threading
 import time
 import tomllib
+from collections.abc import Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -196,12 +197,13 @@ def _chain_check(chain_id: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _lat_check(lat: dict[str, Any], rows: list[dict[str, Any]], head: int | None, now: datetime):
+def _lat_check(lat: Mapping[str, Any], rows: list[dict[str, Any]], head: int | None, now: datetime):
     by_job = {r["job"]: r for r in rows}
     deposits = by_job.get(SyncStatus.Job.DEPOSITS, {})
     indexed = deposits.get("last_block") if deposits.get("last_success_at") else None
     successes = [by_job.get(job, {}).get("last_success_at") for job in LAG_JOBS]
-    oldest = None if None in successes else min(successes)
+    known = [success for success in successes if success is not None]
+    oldest = min(known) if len(known) == len(successes) else None
     lag_seconds = None if oldest is None else max(0, int((now - oldest).total_seconds()))
     lagging = lag_seconds is None or lag_seconds > settings.SYNC_LAG_ALERT_SECONDS
     return {
@@ -216,13 +218,13 @@ def _lat_check(lat: dict[str, Any], rows: list[dict[str, Any]], head: int | None
     }
 
 
-def _read_sync_state() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _read_sync_state() -> tuple[list[Mapping[str, Any]], list[dict[str, Any]]]:
     fields = ("lat_id", "job", "last_block", "last_success_at", "last_error", "last_error_at")
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
-        lats = list(
+        lats: list[Mapping[str, Any]] = list(
             Lat.objects.order_by("chain_id", "proxy_address").values(
                 "id", "proxy_address", "symbol", "chain_id"
             )

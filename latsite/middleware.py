@@ -16,6 +16,13 @@ from django.http import HttpRequest, HttpResponse
 
 from latsite.api.errors import fallback_message, is_json, json_error, suspicious_message
 from latsite.api.throttling import rate_limit_headers
+from latsite.logs import (
+    HEADER,
+    REQUEST_META_KEY,
+    accepted_request_id,
+    bind_request_id,
+    unbind_request_id,
+)
 
 ADMIN_PREFIX = "/admin/"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -31,7 +38,7 @@ def declared_charset_refusal(request: HttpRequest) -> HttpResponse | None:
     """A 400 for a body declared in a charset other than UTF-8 (JSON is UTF-8, RFC 8259)."""
     if request.method not in _BODY_METHODS:
         return None
-    charset = request.content_params.get("charset")
+    charset = (request.content_params or {}).get("charset")
     if charset is None:
         return None
     try:
@@ -118,4 +125,27 @@ class RateLimitHeadersMiddleware:
         response = self.get_response(request)
         for name, value in rate_limit_headers(request).items():
             response.headers[name] = value
+        return response
+
+
+class RequestIdMiddleware:
+    """Takes the caller's X-Request-ID (a sane token: 1 to 200 visible ASCII characters) or makes
+    one, keeps it for the request's log lines and tasks (latsite/logs.py), and returns it in the
+    X-Request-ID header of every answer: the API's, errors, admin and static files alike.
+
+    First in MIDDLEWARE, so that every other middleware's log lines carry it too."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        request_id = accepted_request_id(request.headers.get(HEADER))
+        # Also on the request: Django logs 4xx and 5xx answers after the middleware returned.
+        request.META[REQUEST_META_KEY] = request_id
+        token = bind_request_id(request_id)
+        try:
+            response = self.get_response(request)
+        finally:
+            unbind_request_id(token)
+        response.headers[HEADER] = request_id
         return response

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import environ
 
+from latsite.logs import init_sentry, logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -54,6 +56,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "latsite.middleware.RequestIdMiddleware",  # first: every answer and log line has the id
     "django_prometheus.middleware.PrometheusBeforeMiddleware",  # first: times the whole stack
     "django.middleware.security.SecurityMiddleware",
     "latsite.middleware.JsonErrorPagesMiddleware",  # errors outside /admin/ in the JSON body
@@ -194,9 +197,15 @@ CORS_ALLOW_ALL_ORIGINS = True
 CORS_ALLOW_CREDENTIALS = False
 CORS_URLS_REGEX = r"^/(lat|metrics)(/.*)?$"
 CORS_ALLOW_METHODS = ["GET", "POST", "OPTIONS"]
-CORS_ALLOW_HEADERS = ["accept", "content-type", "x-api-token"]
-# Browsers may read the rate-limit headers (latsite/api/throttling.py).
-CORS_EXPOSE_HEADERS = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"]
+CORS_ALLOW_HEADERS = ["accept", "content-type", "x-api-token", "x-request-id"]
+# Browsers may read the rate-limit headers (latsite/api/throttling.py) and the request id.
+CORS_EXPOSE_HEADERS = [
+    "RateLimit-Limit",
+    "RateLimit-Remaining",
+    "RateLimit-Reset",
+    "Retry-After",
+    "X-Request-ID",
+]
 
 # Rate limits (decisions.md): per client IP without a key, per key with one.
 RATE_LIMIT_ANON = env.str("RATE_LIMIT_ANON", default="100/min")
@@ -348,20 +357,23 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-    },
-    "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
-    },
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {
-        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
-    },
-}
+# The worker logs through LOGGING below (request ids, JSON lines, redaction), not Celery's own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# Logs (latsite/logs.py): `plain` lines or `json` lines, each with the request id; node URLs
+# redacted. Any other LOG_FORMAT refuses to start.
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain").strip().lower()
+LOGGING = logging_config(LOG_FORMAT, env.str("LOG_LEVEL", default="INFO"))
+
+# Sentry, only when SENTRY_DSN is set: the Django and Celery integrations, no personal data,
+# every event redacted as the logs are.
+SENTRY_DSN = env.str("SENTRY_DSN", default="")
+SENTRY_ENVIRONMENT = env.str("SENTRY_ENVIRONMENT", default="development" if DEBUG else "production")
+SENTRY_RELEASE = env.str(
+    "SENTRY_RELEASE", default=env.str("GIT_COMMIT", default=env.str("SOURCE_COMMIT", default=""))
+)
+if SENTRY_DSN:
+    init_sentry(dsn=SENTRY_DSN, environment=SENTRY_ENVIRONMENT, release=SENTRY_RELEASE or None)
 
 # GET /health: a LAT whose deposits or state job last succeeded longer ago than this (seconds)
 # lags, and the service is `degraded` (latsite/health.py).

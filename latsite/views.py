@@ -20,6 +20,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
@@ -91,7 +92,7 @@ def prometheus_metrics(request: HttpRequest) -> HttpResponse:
     The client address is the one the rate limits see: REMOTE_ADDR, or X-Forwarded-For as
     NUM_PROXIES trusted proxies set it. A plain Django view: not in the OpenAPI schema, and
     not throttled (scrapes must not eat a client's budget)."""
-    address = BaseThrottle().get_ident(request)
+    address = BaseThrottle().get_ident(Request(request))
     if not metrics_allowed(address, settings.METRICS_ALLOWED_IPS):
         return json_error("forbidden", "The metrics are not served to this address.", 403)
     body = telemetry.exposition([SyncStatusCollector()])

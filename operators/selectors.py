@@ -121,7 +121,9 @@ def lat_operator_groups(*, lat: Lat) -> list[tuple[Operator, list[StakerNode]]]:
     groups: dict[int, tuple[Operator, list[StakerNode]]] = {}
     for node in staker_nodes_of(lat=lat).filter(operator__isnull=False):
         node.lat = lat
-        groups.setdefault(node.operator_id, (node.operator, []))[1].append(node)
+        operator = node.operator
+        if operator is not None:  # always, by the filter
+            groups.setdefault(operator.pk, (operator, []))[1].append(node)
     return sorted(groups.values(), key=lambda pair: pair[0].address)
 
 

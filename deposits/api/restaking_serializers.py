@@ -57,7 +57,8 @@ class SimulateDepositBodySerializer(DepositBodySerializer):
 
 class DepositTransactionSerializer(serializers.Serializer):
     to = AddressOutField(help_text="The LAT proxy, EIP-55 checksummed.")
-    data = serializers.CharField(
+    # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
+    data = serializers.CharField(  # type: ignore[assignment]
         read_only=True,
         help_text="ABI-encoded call of deposit(address[],uint256[],address), 0x-prefixed hex.",
     )
@@ -75,7 +76,8 @@ class DepositBuildSerializer(serializers.Serializer):
 
 
 class DepositBuildResponseSerializer(serializers.Serializer):
-    data = DepositBuildSerializer(read_only=True)
+    # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
+    data = DepositBuildSerializer(read_only=True)  # type: ignore[assignment]
 
 
 # --- POST /lat/{address}/simulate-deposit ---------------------------------------------------

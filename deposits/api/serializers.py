@@ -41,5 +41,6 @@ class DepositMetaSerializer(serializers.Serializer):
 
 
 class DepositListSerializer(serializers.Serializer):
-    data = DepositSerializer(many=True, read_only=True)
+    # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
+    data = DepositSerializer(many=True, read_only=True)  # type: ignore[assignment]
     meta = DepositMetaSerializer(read_only=True)

@@ -57,7 +57,8 @@ class LatSerializer(serializers.Serializer):
 
 
 class LatListSerializer(serializers.Serializer):
-    data = LatSerializer(many=True, read_only=True)
+    # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
+    data = LatSerializer(many=True, read_only=True)  # type: ignore[assignment]
 
 
 class LatGroupsSerializer(serializers.Serializer):
@@ -67,7 +68,8 @@ class LatGroupsSerializer(serializers.Serializer):
 
 
 class LatGroupedListSerializer(serializers.Serializer):
-    data = LatGroupsSerializer(read_only=True)
+    # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
+    data = LatGroupsSerializer(read_only=True)  # type: ignore[assignment]
 
 
 class AssetBalanceSerializer(serializers.Serializer):
@@ -133,7 +135,8 @@ class LatDetailSerializer(LatSerializer):
 
 
 class LatTokenListSerializer(serializers.Serializer):
-    data = LatTokenWithRefIdSerializer(many=True, read_only=True)
+    # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
+    data = LatTokenWithRefIdSerializer(many=True, read_only=True)  # type: ignore[assignment]
 
 
 class LatRefSerializer(serializers.Serializer):
@@ -152,7 +155,8 @@ class SupportedTokenSerializer(serializers.Serializer):
 
 
 class SupportedTokenListSerializer(serializers.Serializer):
-    data = SupportedTokenSerializer(many=True, read_only=True)
+    # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
+    data = SupportedTokenSerializer(many=True, read_only=True)  # type: ignore[assignment]
 
 
 class ExchangeRatesSerializer(serializers.Serializer):
@@ -180,7 +184,8 @@ class FeeStructureSerializer(serializers.Serializer):
 
 
 class FeeStructureResponseSerializer(serializers.Serializer):
-    data = FeeStructureSerializer(read_only=True)
+    # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
+    data = FeeStructureSerializer(read_only=True)  # type: ignore[assignment]
 
 
 class AvsLatSerializer(serializers.Serializer):
@@ -189,4 +194,5 @@ class AvsLatSerializer(serializers.Serializer):
 
 
 class AvsLatListSerializer(serializers.Serializer):
-    data = AvsLatSerializer(many=True, read_only=True)
+    # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
+    data = AvsLatSerializer(many=True, read_only=True)  # type: ignore[assignment]

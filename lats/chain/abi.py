@@ -7,10 +7,11 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from eth_abi import decode as abi_decode
 from eth_abi import encode as abi_encode
+from eth_typing import ABIEvent, ABIFunction
 from eth_utils import (
     event_abi_to_log_topic,
     function_abi_to_4byte_selector,
@@ -78,7 +79,7 @@ def function(contract: str, name: str) -> Function:
         if entry.get("type") == "function" and entry["name"] == name:
             return Function(
                 name=name,
-                selector=function_abi_to_4byte_selector(entry),
+                selector=function_abi_to_4byte_selector(cast(ABIFunction, entry)),
                 inputs=tuple(_type_of(p) for p in entry["inputs"]),
                 outputs=tuple(_type_of(p) for p in entry["outputs"]),
             )
@@ -91,7 +92,7 @@ def event(contract: str, name: str) -> Event:
         if entry.get("type") == "event" and entry["name"] == name:
             return Event(
                 name=name,
-                topic="0x" + event_abi_to_log_topic(entry).hex(),
+                topic="0x" + event_abi_to_log_topic(cast(ABIEvent, entry)).hex(),
                 indexed=tuple(_type_of(p) for p in entry["inputs"] if p["indexed"]),
                 data=tuple(_type_of(p) for p in entry["inputs"] if not p["indexed"]),
                 names=tuple(p["name"] for p in entry["inputs"] if p["indexed"])

@@ -185,6 +185,8 @@ class Gateway:
         """The calls through aggregate3; None where Multicall3 has no code at that block (one
         older than its deployment, or a node that lost it since it was asked)."""
         aggregate3 = function("Multicall3", "aggregate3")
+        if self.multicall_address is None:  # multicall_available() checked it already
+            return None
         payload = [(to, True, fn.encode(*args)) for to, fn, args in calls]
         answer = self.call(self.multicall_address, aggregate3.encode(payload), block=block)
         if not answer:

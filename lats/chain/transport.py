@@ -9,10 +9,12 @@ URL (it holds API keys)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import requests
 from web3 import HTTPProvider, Web3
+from web3.providers import JSONBaseProvider
+from web3.types import RPCEndpoint
 
 from lats.chain.abi import decode_revert
 from lats.chain.errors import ChainCallReverted, ChainError, ChainUnavailable
@@ -100,7 +102,7 @@ class Transport:
 
     def _send(self, method: str, params: list[Any]) -> Any:
         try:
-            return self.w3.provider.make_request(method, params)
+            return self.w3.provider.make_request(RPCEndpoint(method), params)
         except ChainError:
             raise
         except (requests.RequestException, OSError, ValueError, TimeoutError) as exc:
@@ -132,7 +134,11 @@ class Transport:
 
     def _send_batch(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
         try:
-            responses = self.w3.provider.make_batch_request(list(calls))
+            # Every provider here is a JSON-RPC one (http_web3 and the tests' own).
+            provider = cast(JSONBaseProvider, self.w3.provider)
+            responses = provider.make_batch_request(
+                [(RPCEndpoint(method), params) for method, params in calls]
+            )
         except (requests.RequestException, OSError, ValueError, TimeoutError) as exc:
             raise ChainUnavailable(f"the node could not be reached ({type(exc).__name__})") from exc
         if not isinstance(responses, list) or len(responses) != len(calls):

@@ -150,13 +150,15 @@ def exception_handler(exc, context) -> Response:
     elif isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         code, status_code = "unauthorized", 401
         message = str(exc.detail)
-        if getattr(exc, "auth_header", None):  # set by DRF from authenticate_header()
-            headers["WWW-Authenticate"] = exc.auth_header
+        auth_header = getattr(exc, "auth_header", None)  # set by DRF from authenticate_header()
+        if auth_header:
+            headers["WWW-Authenticate"] = auth_header
     elif isinstance(exc, exceptions.Throttled):
         code, status_code = "rate_limit_exceeded", 429
         message = "Too many requests; retry later."
-        if exc.wait is not None:
-            headers["Retry-After"] = str(int(exc.wait + 0.999))
+        wait = getattr(exc, "wait", None)  # set by Throttled.__init__; not in its stub
+        if wait is not None:
+            headers["Retry-After"] = str(int(wait + 0.999))
     elif isinstance(exc, exceptions.APIException):
         status_code = exc.status_code
         code = STATUS_TO_CODE.get(status_code, "internal_server_error")

@@ -16,7 +16,7 @@ _INT_RE = re.compile(r"[0-9]+")
 
 
 def parse_address(value: str | None, *, field: str) -> str:
-    if not is_address(value):
+    if value is None or not is_address(value):
         raise InvalidInput(address_error(field))
     return checksum(value)
 
@@ -84,6 +84,7 @@ def _iso_instant(raw: str, *, end_of_day: bool) -> datetime | None:
     try:
         # The date first: parse_datetime would read "2026-05-01" as that day's midnight.
         day: date | None = parse_date(raw)
+        parsed: datetime | None
         if day is not None:
             parsed = datetime.combine(day, time.max if end_of_day else time.min)
         else:

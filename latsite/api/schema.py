@@ -1,6 +1,9 @@
-"""OpenAPI helpers: the documented error responses and rate-limit headers of each endpoint."""
+"""OpenAPI helpers: the documented error responses, rate-limit and request-id headers of each
+endpoint."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
@@ -27,7 +30,9 @@ READ_ERRORS = ("not_found", "unprocessable_entity")
 # Every operation: no credential needed, or the optional API key of the `ApiKey` scheme
 # (X-API-Token), which raises the caller's rate limit. An unknown key is a 401, a disabled or
 # expired one a 403 (`error_responses` documents both).
-OPTIONAL_API_KEY = [{"ApiKey": []}, {}]
+# Security requirement objects, as extend_schema(auth=...) passes them on (its annotation,
+# Sequence[str], names only the schemes' names).
+OPTIONAL_API_KEY: Any = [{"ApiKey": []}, {}]
 
 # startAt/endAt: an RFC 3339 full-date or date-time (the server also takes a date-time without
 # zone, as UTC: JSON Schema has no format for it, so the descriptions say so).
@@ -58,12 +63,40 @@ RATE_LIMIT_HEADERS = [
 ]
 
 
+_REQUEST_ID = (
+    "The request's id in the server's logs: the caller's `X-Request-ID` when it is 1 to 200 "
+    "visible ASCII characters, else one the server made."
+)
+# X-Request-ID on every operation: optional in the request, always in the answer
+# (latsite.middleware.RequestIdMiddleware).
+REQUEST_ID_HEADERS = [
+    OpenApiParameter(
+        "X-Request-ID",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        required=False,
+        description="Optional. An id of the caller's for this request, 1 to 200 visible ASCII "
+        "characters; returned in the X-Request-ID response header and written on the server's "
+        "log lines (any other value is replaced by one the server makes).",
+    ),
+    OpenApiParameter(
+        "X-Request-ID",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        required=True,
+        description=_REQUEST_ID,
+        response=True,
+    ),
+]
+
+
 class RateLimitedAutoSchema(AutoSchema):
-    """drf-spectacular's AutoSchema, documenting the rate-limit headers on every response of the
-    operations that a rate limit counts (those whose view has throttles)."""
+    """drf-spectacular's AutoSchema, documenting X-Request-ID on every operation and the
+    rate-limit headers on every response of the operations that a rate limit counts (those whose
+    view has throttles)."""
 
     def get_override_parameters(self):
-        parameters = super().get_override_parameters()
+        parameters = [*super().get_override_parameters(), *REQUEST_ID_HEADERS]
         if self.view.get_throttles():
             return [*parameters, *RATE_LIMIT_HEADERS]
         return parameters

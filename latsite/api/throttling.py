@@ -25,6 +25,7 @@ import ipaddress
 import math
 import threading
 import time
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -81,7 +82,8 @@ def _count(key: str, *, ttl: int) -> int:
     """Add one to the window's counter and return it: one round trip to Redis (INCR and
     EXPIRE in a pipeline); add-then-incr on other caches."""
     if _is_django_redis():
-        pipe = cache.client.get_client(write=True).pipeline(transaction=False)
+        redis_cache: Any = cache  # django-redis's cache (checked above): .client is its own
+        pipe = redis_cache.client.get_client(write=True).pipeline(transaction=False)
         full_key = cache.make_key(key)
         pipe.incr(full_key)
         pipe.expire(full_key, ttl)  # the key names its window: renewing the TTL is harmless

@@ -24,4 +24,5 @@ class HistoricalPointSerializer(serializers.Serializer):
 
 
 class HistoricalListSerializer(serializers.Serializer):
-    data = HistoricalPointSerializer(many=True, read_only=True)
+    # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
+    data = HistoricalPointSerializer(many=True, read_only=True)  # type: ignore[assignment]

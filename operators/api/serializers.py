@@ -73,11 +73,13 @@ class OperatorDetailSerializer(serializers.Serializer):
 
 
 class OperatorDetailResponseSerializer(serializers.Serializer):
-    data = OperatorDetailSerializer(read_only=True)
+    # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
+    data = OperatorDetailSerializer(read_only=True)  # type: ignore[assignment]
 
 
 class OperatorAddressListSerializer(serializers.Serializer):
-    data = serializers.ListField(child=AddressOutField(), read_only=True)
+    # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
+    data = serializers.ListField(child=AddressOutField(), read_only=True)  # type: ignore[assignment]
 
 
 class LatOperatorSerializer(serializers.Serializer):
@@ -91,7 +93,8 @@ class LatOperatorSerializer(serializers.Serializer):
 
 
 class LatOperatorListSerializer(serializers.Serializer):
-    data = LatOperatorSerializer(many=True, read_only=True)
+    # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
+    data = LatOperatorSerializer(many=True, read_only=True)  # type: ignore[assignment]
 
 
 class StakerNodeAssetSerializer(serializers.Serializer):

@@ -51,11 +51,14 @@ class OperatorDetailView(APIView):
         operator = selectors.operator_get(address=address)
         nodes = selectors.operator_nodes(operator=operator)
         tvl = selectors.nodes_tvl(nodes)
-        operator.nodes = nodes
-        operator.liquid_tokens = sorted({node.lat.proxy_address for node in nodes})
-        operator.total_stakers = len(nodes)
-        operator.total_tvl = tvl.tvl
-        operator.tvl = tvl
+        # What OperatorDetailSerializer reads beside the model's fields.
+        vars(operator).update(
+            nodes=nodes,
+            liquid_tokens=sorted({node.lat.proxy_address for node in nodes}),
+            total_stakers=len(nodes),
+            total_tvl=tvl.tvl,
+            tvl=tvl,
+        )
         return Response({"data": s.OperatorDetailSerializer(operator, with_tvl=with_tvl).data})
 
 
@@ -106,7 +109,10 @@ class StakerNodesView(APIView):
         nodes = list(selectors.staker_nodes_of(lat=lat))
         for node in nodes:
             node.lat = lat
-            node.operator_delegation = node.operator.address if node.operator else ZERO_ADDRESS
+            # What StakerNodeSerializer reads beside the model's fields.
+            vars(node)["operator_delegation"] = (
+                node.operator.address if node.operator else ZERO_ADDRESS
+            )
         return Response(
             {
                 "address": lat.proxy_address,

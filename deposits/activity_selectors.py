@@ -155,8 +155,8 @@ def lat_status(*, lat: Lat) -> dict[str, Any]:
     )
     indexed = checkpoint.block_number if checkpoint else None
     lag_blocks = lag_seconds = None
-    if head is not None and indexed is not None:
-        lag_blocks = max(0, head.block_number - indexed)
+    if head is not None and checkpoint is not None:
+        lag_blocks = max(0, head.block_number - checkpoint.block_number)
         if lag_blocks == 0:
             lag_seconds = 0
         elif checkpoint.block_time is not None:

@@ -144,7 +144,8 @@ class EventListView(APIView):
             else None
             for name in ("fromBlock", "toBlock")
         }
-        if None not in bounds.values() and bounds["fromBlock"] > bounds["toBlock"]:
+        low, high = bounds["fromBlock"], bounds["toBlock"]
+        if low is not None and high is not None and low > high:
             raise InvalidInput("fromBlock must not be above toBlock.")
         after = None
         if "cursor" in params:
@@ -154,8 +155,8 @@ class EventListView(APIView):
         page = selectors.event_page(
             lat=lat,
             types=types,
-            from_block=bounds["fromBlock"],
-            to_block=bounds["toBlock"],
+            from_block=low,
+            to_block=high,
             take=_parse_take(params),
             after=after,
         )

@@ -23,7 +23,7 @@ class HolderMetaSerializer(serializers.Serializer):
 
 
 class HolderListSerializer(serializers.Serializer):
-    data = HolderSerializer(many=True, read_only=True)
+    data = HolderSerializer(many=True, read_only=True)  # type: ignore[assignment]
     meta = HolderMetaSerializer(read_only=True)
 
 
@@ -50,7 +50,7 @@ class EventMetaSerializer(serializers.Serializer):
 
 
 class EventListSerializer(serializers.Serializer):
-    data = EventSerializer(many=True, read_only=True)
+    data = EventSerializer(many=True, read_only=True)  # type: ignore[assignment]
     meta = EventMetaSerializer(read_only=True)
 
 
@@ -74,7 +74,7 @@ class WalletSerializer(serializers.Serializer):
 
 
 class WalletResponseSerializer(serializers.Serializer):
-    data = WalletSerializer(read_only=True)
+    data = WalletSerializer(read_only=True)  # type: ignore[assignment]
 
 
 class StatusSerializer(serializers.Serializer):
@@ -121,4 +121,4 @@ class StatusSerializer(serializers.Serializer):
 
 
 class StatusResponseSerializer(serializers.Serializer):
-    data = StatusSerializer(read_only=True)
+    data = StatusSerializer(read_only=True)  # type: ignore[assignment]

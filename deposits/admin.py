@@ -71,8 +71,28 @@ class DepositPaginator(CappedPaginator):
         return self._get_page(rows, number, self)
 
 
+class LargeTableAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Read-only lists of tables of millions of rows: capped counts, no facets, and only the
+    exact, index-friendly searches that `search` allows (anything else finds nothing)."""
+
+    list_select_related = ("lat",)
+    list_per_page = 100
+    paginator: type[Paginator] = CappedPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+
+    def search(self, queryset: QuerySet, term: str) -> QuerySet:
+        return queryset.none()
+
+    def get_search_results(self, request, queryset, search_term):
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        return self.search(queryset, term), False
+
+
 @admin.register(Deposit)
-class DepositAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class DepositAdmin(LargeTableAdmin):
     list_display = (
         "seq",
         "lat",
@@ -88,35 +108,27 @@ class DepositAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     )
     list_display_links = ("seq", "tx_hash")
     list_filter = ("lat",)
-    list_select_related = ("lat",)
-    list_per_page = 100
     sortable_by = ("seq",)
     paginator = DepositPaginator
-    show_full_result_count = False
-    show_facets = admin.ShowFacets.NEVER
-    search_fields = ("tx_hash", "sender")  # see get_search_results: exact, index-friendly
+    search_fields = ("tx_hash", "sender")  # see search: exact, index-friendly
     search_help_text = "A transaction hash (0x + 64 hex digits) or a sender address."
     fields = model_field_names(Deposit)
     readonly_fields = fields
 
-    def get_search_results(self, request, queryset, search_term):
-        term = search_term.strip()
-        if not term:
-            return queryset, False
+    def search(self, queryset, term):
         if TX_HASH.fullmatch(term):
             # The unique key (chain_id, tx_hash, log_index) serves the lookup once the chain ids
             # are named; the node answers hashes in lower case.
             chains = Lat.objects.values_list("chain_id", flat=True).distinct()
-            return queryset.filter(chain_id__in=list(chains), tx_hash=term.lower()), False
+            return queryset.filter(chain_id__in=list(chains), tx_hash=term.lower())
         if is_address(term):
-            return queryset.filter(sender=checksum(term)), False
-        return queryset.none(), False
+            return queryset.filter(sender=checksum(term))
+        return queryset.none()
 
 
 @admin.register(DepositCheckpoint)
 class DepositCheckpointAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("lat", "block_number", "block_hash", "updated_at")
-    list_select_related = ("lat",)
     fields = model_field_names(DepositCheckpoint)
     readonly_fields = fields
 
@@ -125,50 +137,37 @@ ADDRESS_ARGS = ("sender", "receiver", "from", "to", "account", "operator", "node
 
 
 @admin.register(Event)
-class EventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class EventAdmin(LargeTableAdmin):
     list_display = ("lat", "block_number", "log_index", "type", "tx_hash", "created_at")
     list_display_links = ("block_number", "tx_hash")
     list_filter = ("lat", "type")
-    list_select_related = ("lat",)
-    list_per_page = 100
     sortable_by = ()
-    paginator = CappedPaginator
-    show_full_result_count = False
-    show_facets = admin.ShowFacets.NEVER
-    search_fields = ("tx_hash",)  # see get_search_results: exact, index-friendly
+    search_fields = ("tx_hash",)  # see search: exact, index-friendly
     search_help_text = (
         "A transaction hash (0x + 64 hex digits), or an address: the events that name it."
     )
     fields = model_field_names(Event)
     readonly_fields = fields
 
-    def get_search_results(self, request, queryset, search_term):
-        term = search_term.strip()
-        if not term:
-            return queryset, False
+    def search(self, queryset, term):
         if TX_HASH.fullmatch(term):
-            return queryset.filter(tx_hash=term.lower()), False
+            return queryset.filter(tx_hash=term.lower())
         if is_address(term):
             # Arguments are stored checksummed, under the names of extensions.md's table.
             address = checksum(term)
             matches = Q()
             for name in ADDRESS_ARGS:
                 matches |= Q(**{f"args__{name}": address})
-            return queryset.filter(matches), False
-        return queryset.none(), False
+            return queryset.filter(matches)
+        return queryset.none()
 
 
 @admin.register(Holder)
-class HolderAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class HolderAdmin(LargeTableAdmin):
     list_display = ("lat", "address", "balance", "first_block")
     list_filter = ("lat",)
-    list_select_related = ("lat",)
-    list_per_page = 100
     sortable_by = ()
-    paginator = CappedPaginator
-    show_full_result_count = False
-    show_facets = admin.ShowFacets.NEVER
-    search_fields = ("address",)  # see get_search_results: exact, index-friendly
+    search_fields = ("address",)  # see search: exact, index-friendly
     search_help_text = "An address: its balance in each LAT."
     fields = model_field_names(Holder)
     readonly_fields = fields
@@ -176,13 +175,10 @@ class HolderAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).filter(balance__gt=0)
 
-    def get_search_results(self, request, queryset, search_term):
-        term = search_term.strip()
-        if not term:
-            return queryset, False
+    def search(self, queryset, term):
         if is_address(term):
-            return queryset.filter(address=term.lower()), False
-        return queryset.none(), False
+            return queryset.filter(address=term.lower())
+        return queryset.none()
 
 
 @admin.register(HolderTally)

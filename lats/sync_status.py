@@ -20,8 +20,12 @@ logger = logging.getLogger(__name__)
 
 
 def chain_head_seen(*, chain_id: int, head: Block) -> None:
-    """Record the confirmed head an indexing run of the chain read up to (after a reorg it
-    may be lower than the one before: the chain's current head is what a status compares)."""
+    """Record the confirmed head an indexing run of the chain read up to, when it is not the
+    one recorded (after a reorg it may be lower than the one before: the chain's current head
+    is what a status compares). `seen_at` is when it was first seen."""
+    current = ChainHead.objects.filter(chain_id=chain_id).values_list("block_number", "block_hash")
+    if current.first() == (head.number, head.hash):
+        return
     ChainHead.objects.update_or_create(
         chain_id=chain_id,
         defaults={

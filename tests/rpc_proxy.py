@@ -11,7 +11,8 @@ single or batch, to the real node; the behaviours below, all off by default, cha
 - `tamper_log_hashes`: that many eth_getLogs answers that hold logs get a wrong blockHash on
   their first log (a node answering from another branch than its headers).
 
-Every served eth_getLogs query is kept in `log_queries` as (address, first, last).
+Every served eth_getLogs query is kept in `log_queries` as (address, first, last), once per
+address it names.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ from typing import Any
 import requests
 
 WRONG_HASH = "0x" + "ee" * 32
+
+
+def _addresses(query: dict[str, Any]) -> list[str]:
+    """The addresses an eth_getLogs query names (one, or a list), lower case."""
+    address = query.get("address", "")
+    return [str(a).lower() for a in (address if isinstance(address, list) else [address])]
 
 
 class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -106,7 +113,7 @@ class RpcProxy:
         if span <= self.max_log_range:
             return None
         with self._lock:
-            self.refused.append((str(query.get("address", "")).lower(), span))
+            self.refused += [(address, span) for address in _addresses(query)]
         return {
             "jsonrpc": "2.0",
             "id": item.get("id"),
@@ -125,14 +132,9 @@ class RpcProxy:
                 response["result"] = None
         elif method == "eth_getLogs" and isinstance(result, list):
             query = item["params"][0]
+            first, last = int(query["fromBlock"], 16), int(query["toBlock"], 16)
             with self._lock:
-                self.log_queries.append(
-                    (
-                        str(query.get("address", "")).lower(),
-                        int(query["fromBlock"], 16),
-                        int(query["toBlock"], 16),
-                    )
-                )
+                self.log_queries += [(address, first, last) for address in _addresses(query)]
                 if result and self.tamper_log_hashes > 0:
                     self.tamper_log_hashes -= 1
                     result[0] = {**result[0], "blockHash": WRONG_HASH}

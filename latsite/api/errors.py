@@ -121,55 +121,60 @@ def _flatten(detail, prefix: str = "") -> list[str]:
     return [f"{prefix}: {text}" if prefix else text]
 
 
+def _translated(exc: Exception) -> Exception:
+    """Django's exceptions as the API's."""
+    if isinstance(exc, Http404):
+        return exceptions.NotFound()
+    if isinstance(exc, PermissionDenied):
+        return exceptions.PermissionDenied()
+    if isinstance(exc, SuspiciousOperation):  # too many query parameters, among others
+        return errors.MalformedRequest(suspicious_message(exc))
+    return exc
+
+
+def _api_error(exc: exceptions.APIException, headers: dict[str, str]) -> tuple[str, int, str]:
+    """(code, status, message) of one of DRF's exceptions; response headers go in `headers`."""
+    if isinstance(exc, exceptions.ValidationError):
+        return "unprocessable_entity", 422, "; ".join(_flatten(exc.detail)) or "Invalid input."
+    if isinstance(exc, exceptions.ParseError):
+        return "bad_request", 400, "The request body is not valid JSON."
+    if isinstance(exc, exceptions.UnsupportedMediaType):
+        return "bad_request", 400, "Send the body as application/json."
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        return "bad_request", 405, str(exc.detail)
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        auth_header = getattr(exc, "auth_header", None)  # set by DRF from authenticate_header()
+        if auth_header:
+            headers["WWW-Authenticate"] = auth_header
+        return "unauthorized", 401, str(exc.detail)
+    if isinstance(exc, exceptions.Throttled):
+        wait = getattr(exc, "wait", None)  # set by Throttled.__init__; not in its stub
+        if wait is not None:
+            headers["Retry-After"] = str(int(wait + 0.999))
+        return "rate_limit_exceeded", 429, "Too many requests; retry later."
+    status_code = exc.status_code
+    code = STATUS_TO_CODE.get(status_code, "internal_server_error")
+    message = (
+        str(exc.detail)
+        if not isinstance(exc.detail, dict | list)
+        else "; ".join(_flatten(exc.detail))
+    )
+    if status_code >= 500:
+        logger.error("API error %s", exc, exc_info=exc)
+        message = ERROR_CODES["internal_server_error"][1] + "."
+    return code, status_code, message
+
+
 def exception_handler(exc, context) -> Response:
     headers: dict[str, str] = {}
-    if isinstance(exc, Http404):
-        exc = exceptions.NotFound()
-    elif isinstance(exc, PermissionDenied):
-        exc = exceptions.PermissionDenied()
-    elif isinstance(exc, SuspiciousOperation):  # too many query parameters, among others
-        exc = errors.MalformedRequest(suspicious_message(exc))
-
+    exc = _translated(exc)
     if isinstance(exc, errors.ServiceError):
         code, message = exc.code, exc.message
         status_code = ERROR_CODES[code][0]
         if isinstance(exc, errors.Busy):
             headers["Retry-After"] = str(exc.retry_after)
-    elif isinstance(exc, exceptions.ValidationError):
-        code, status_code = "unprocessable_entity", 422
-        message = "; ".join(_flatten(exc.detail)) or "Invalid input."
-    elif isinstance(exc, exceptions.ParseError):
-        code, status_code = "bad_request", 400
-        message = "The request body is not valid JSON."
-    elif isinstance(exc, exceptions.UnsupportedMediaType):
-        code, status_code = "bad_request", 400
-        message = "Send the body as application/json."
-    elif isinstance(exc, exceptions.MethodNotAllowed):
-        code, status_code = "bad_request", 405
-        message = str(exc.detail)
-    elif isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
-        code, status_code = "unauthorized", 401
-        message = str(exc.detail)
-        auth_header = getattr(exc, "auth_header", None)  # set by DRF from authenticate_header()
-        if auth_header:
-            headers["WWW-Authenticate"] = auth_header
-    elif isinstance(exc, exceptions.Throttled):
-        code, status_code = "rate_limit_exceeded", 429
-        message = "Too many requests; retry later."
-        wait = getattr(exc, "wait", None)  # set by Throttled.__init__; not in its stub
-        if wait is not None:
-            headers["Retry-After"] = str(int(wait + 0.999))
     elif isinstance(exc, exceptions.APIException):
-        status_code = exc.status_code
-        code = STATUS_TO_CODE.get(status_code, "internal_server_error")
-        message = (
-            str(exc.detail)
-            if not isinstance(exc.detail, dict | list)
-            else "; ".join(_flatten(exc.detail))
-        )
-        if status_code >= 500:
-            logger.error("API error %s", exc, exc_info=exc)
-            message = ERROR_CODES["internal_server_error"][1] + "."
+        code, status_code, message = _api_error(exc, headers)
     else:
         request = context.get("request")
         logger.exception(

@@ -77,7 +77,7 @@ class LargeTableAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     list_select_related = ("lat",)
     list_per_page = 100
-    paginator: type[Paginator] = CappedPaginator
+    paginator = CappedPaginator
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
 

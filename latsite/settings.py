@@ -194,9 +194,11 @@ CORS_ALLOW_ALL_ORIGINS = True
 CORS_ALLOW_CREDENTIALS = False
 CORS_URLS_REGEX = r"^/(lat|metrics)(/.*)?$"
 CORS_ALLOW_METHODS = ["GET", "POST", "OPTIONS"]
-CORS_ALLOW_HEADERS = ["accept", "content-type", "x-api-token"]
-# Browsers may read the rate-limit headers (latsite/api/throttling.py).
+CORS_ALLOW_HEADERS = ["accept", "content-type", "x-api-token", "if-none-match"]
+# Browsers may read the rate-limit headers (latsite/api/throttling.py) and the ETag, and send it
+# back in If-None-Match (latsite/api/conditional.py).
 CORS_EXPOSE_HEADERS = ["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"]
+CORS_EXPOSE_HEADERS += ["ETag"]
 
 # Rate limits (decisions.md): per client IP without a key, per key with one.
 RATE_LIMIT_ANON = env.str("RATE_LIMIT_ANON", default="100/min")

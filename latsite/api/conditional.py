@@ -3,8 +3,9 @@
 Every GET (and HEAD) answer of a read view (`ConditionalReadMixin`) that is a 200 carries
 
 - `ETag`: a weak validator, a hash of the data's generation (latsite/api/documents.py:
-  `current_generation`, which moves on every write to what the read endpoints serve), the path
-  and the query string (its parameters sorted, so that their order does not matter), and
+  `current_generation`, which moves on every write to what the read endpoints serve), the
+  code's version and commit (a deployment may change a representation), the path and the
+  query string (its parameters sorted, so that their order does not matter), and
   whatever the view adds (`etag_extra`: the historical endpoint's default window moves with
   the clock). It is computed before the view reads anything, so that a write racing the
   request can only make the tag older than the body, never newer.
@@ -33,6 +34,7 @@ from django.http import HttpResponseNotModified
 from django.utils.http import parse_etags
 
 from latsite.api.documents import current_generation
+from latsite.release import release
 
 CACHE_CONTROL = "public, no-cache"
 CONDITIONAL_METHODS = frozenset({"GET", "HEAD"})
@@ -45,7 +47,7 @@ class NotModified(Exception):
 def entity_tag(request, extra: str = "") -> str:
     """The weak ETag of the representation `request` asks for, at the current generation."""
     query = urlencode(sorted(request.GET.lists()), doseq=True)
-    parts = (current_generation(), request.path, query, extra)
+    parts = (current_generation(), release(), request.path, query, extra)
     text = "\x1f".join(parts).encode("utf-8", "surrogateescape")
     return f'W/"{hashlib.blake2b(text, digest_size=16).hexdigest()}"'
 

@@ -8,6 +8,7 @@ of this module's own)."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import re
 import time
 import uuid
@@ -293,7 +294,7 @@ def test_with_redis_stopped_the_tag_moves_each_fallback_period(
         time.sleep(0.05)
     assert len(set(tags)) >= 2
     # Within one period the tag holds (consecutive equal tags are the rule, not the exception).
-    assert sum(a == b for a, b in zip(tags, tags[1:], strict=False)) > len(tags) // 2
+    assert sum(a == b for a, b in itertools.pairwise(tags)) > len(tags) // 2
 
 
 def test_back_from_redis_the_shared_generation_is_used(api, dataset, redis_stopped):
@@ -303,3 +304,16 @@ def test_back_from_redis_the_shared_generation_is_used(api, dataset, redis_stopp
     shared = etag_of(api, "/lat")
     assert shared != local
     assert api.get("/lat", HTTP_IF_NONE_MATCH=shared).status_code == 304
+
+
+def test_browsers_may_send_and_read_the_validator(api, dataset):
+    preflight = api.options(
+        "/lat",
+        HTTP_ORIGIN="https://wallet.example",
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD="GET",
+        HTTP_ACCESS_CONTROL_REQUEST_HEADERS="if-none-match",
+    )
+    assert "if-none-match" in preflight["Access-Control-Allow-Headers"]
+    response = api.get("/lat", HTTP_ORIGIN="https://wallet.example")
+    exposed = {h.strip().lower() for h in response["Access-Control-Expose-Headers"].split(",")}
+    assert "etag" in exposed

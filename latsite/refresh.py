@@ -55,8 +55,13 @@ def refresh_state(*, lat: Lat, gateway: Gateway | None = None) -> RefreshSummary
 
 def index_deposits(*, lat: Lat, progress: Callable[[int, int], None] | None = None) -> IndexSummary:
     """Index the LAT's deposits; when some were added or removed, invalidate the read documents
-    and ETags (the indexer writes in bulk, which sends no model signal)."""
-    summary = deposit_index(lat=lat, progress=progress)
+    and ETags (the indexer writes in bulk, which sends no model signal). A run that failed may
+    have stored some ranges before it did: it invalidates too."""
+    try:
+        summary = deposit_index(lat=lat, progress=progress)
+    except BaseException:
+        documents_changed()
+        raise
     if summary.new or summary.removed:
         documents_changed()
     return summary

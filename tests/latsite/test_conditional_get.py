@@ -317,3 +317,40 @@ def test_browsers_may_send_and_read_the_validator(api, dataset):
     response = api.get("/lat", HTTP_ORIGIN="https://wallet.example")
     exposed = {h.strip().lower() for h in response["Access-Control-Expose-Headers"].split(",")}
     assert "etag" in exposed
+
+
+# --- deposits written in bulk (no model signal) -------------------------------------------------
+
+
+def _indexer_writing(dataset, *, fail: bool):
+    """Stands in for the chain reader only: stores a deposit as the indexer does (in bulk,
+    through deposit_record_events), then returns its summary or fails."""
+    from deposits.services import IndexSummary, deposit_record_events
+    from lats.chain.errors import ChainUnavailable
+
+    def deposit_index(*, lat, progress=None):
+        deposit_record_events(lat=lat, events=[f.event(10, 0)])
+        if fail:
+            raise ChainUnavailable("the node went away after one range")
+        return IndexSummary(lat=lat.proxy_address, from_block=1, to_block=10, new=1, removed=0)
+
+    return deposit_index
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["indexed", "failed-after-a-range"])
+def test_deposits_indexed_in_bulk_change_the_tag(api, dataset, monkeypatch, fail):
+    from lats.chain.errors import ChainUnavailable
+    from latsite import refresh
+
+    before = api.get("/metrics/deposits")
+    assert before.json()["meta"]["total"] == 0
+    monkeypatch.setattr(refresh, "deposit_index", _indexer_writing(dataset, fail=fail))
+    if fail:
+        with pytest.raises(ChainUnavailable):
+            refresh.index_deposits(lat=dataset.eth_lat)
+    else:
+        assert refresh.index_deposits(lat=dataset.eth_lat).new == 1
+    after = api.get("/metrics/deposits", HTTP_IF_NONE_MATCH=before["ETag"])
+    assert after.status_code == 200
+    assert after.json()["meta"]["total"] == 1
+    assert after["ETag"] != before["ETag"]

@@ -354,3 +354,10 @@ def test_deposits_indexed_in_bulk_change_the_tag(api, dataset, monkeypatch, fail
     assert after.status_code == 200
     assert after.json()["meta"]["total"] == 1
     assert after["ETag"] != before["ETag"]
+
+
+@pytest.mark.parametrize("path", [f"/lat/{LAT}?withTvl=true", "/metrics/deposits"])
+def test_a_304_costs_no_database_query(api, dataset, path, django_assert_num_queries):
+    etag = etag_of(api, path)
+    with django_assert_num_queries(0):
+        assert api.get(path, HTTP_IF_NONE_MATCH=etag).status_code == 304

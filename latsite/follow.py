@@ -2,16 +2,17 @@
 
 One `Follower` per chain polls the node's head every HEAD_POLL_INTERVAL seconds. When the head
 at the chain's confirmation depth moves, it runs the deposits step of the refresh pipeline
-(latsite/refresh.py) for every LAT of that chain, then the state and snapshot steps of exactly
-the LATs whose deposits changed (new deposits, or some removed by a reorg). The steps run under
-the job runner (latsite/jobs.py), so the follower shares checkpoints, locks, reorg handling and
-sync status with the beat jobs, which stay as the safety net; a write drops the cached read
-documents and the ETags through the generation token, as any refresh does.
+(latsite/refresh.py) for every LAT of that chain, then the state and then the snapshot steps
+of exactly the LATs whose deposits changed (new deposits, or some removed by a reorg). The steps
+run under the job runner (latsite/jobs.py), so the follower shares checkpoints, locks, reorg
+handling and sync status with the beat jobs, which stay as the safety net; a write drops the
+cached read documents and the ETags through the generation token, as any refresh does.
 
 Only one follower per chain works at a time: it holds the advisory lock `lat_follow:<chainId>`
 for as long as it runs, and a second one waits for it. A node that goes away is retried with
-exponential backoff (up to HEAD_POLL_MAX_BACKOFF seconds). The last head acted on is kept on the
-follower (`seen`, `seen_hash`); a new block at the same height (a reorg) is acted on too.
+exponential backoff from the second failure in a row (up to HEAD_POLL_MAX_BACKOFF seconds). The
+last head acted on is kept on the follower (`seen`, `seen_hash`); a new block at the same height
+(a reorg) is acted on too.
 Anything else (the database gone, a bug) ends the follower with the exception: the process
 manager restarts it, and the lock, held by the database session, is released with the session.
 """
@@ -61,14 +62,17 @@ class Follower:
         first = self.seen is None
         results: list[dict[str, Any]] = []
         settled = True
+        changed: list[int] = []
         lat_ids = Lat.objects.filter(chain_id=self.chain_id).order_by("id")
         for lat_id in lat_ids.values_list("id", flat=True):
             deposits = run_step(DEPOSITS, lat_id)
             results.append(deposits)
             settled = settled and deposits["status"] not in (SKIPPED, LAGGING)
-            changed = deposits["status"] == DONE and (deposits["new"] or deposits["removed"])
-            if first or changed:
-                results += [run_step(STATE, lat_id), run_step(SNAPSHOT, lat_id)]
+            if first or (deposits["status"] == DONE and (deposits["new"] or deposits["removed"])):
+                changed.append(lat_id)
+        # Every LAT's deposits first: no LAT's deposits wait for another's state and snapshot.
+        for step in (STATE, SNAPSHOT):
+            results += [run_step(step, lat_id) for lat_id in changed]
         if settled:
             self.seen, self.seen_hash = head.number, head.hash
         logger.debug("chain %s: acted on head %s (%s)", self.chain_id, head.number, head.hash)
@@ -86,15 +90,16 @@ class Follower:
             stop.wait(self.poll_interval)
 
     def _follow(self, stop: threading.Event) -> None:
-        delay = self.poll_interval
         while not stop.is_set():
             try:
                 self.tick()
                 delay = self.poll_interval
                 self.failures = 0
             except ChainUnavailable as exc:
-                delay = min(delay * 2, self.max_backoff)
+                # One failure (a read at a block a reorg just took away) is retried at the
+                # usual pace; from the second in a row the wait doubles, up to max_backoff.
                 self.failures += 1
+                delay = min(self.poll_interval * 2 ** min(self.failures - 1, 16), self.max_backoff)
                 logger.warning(
                     "chain %s: node unavailable (%s); retry in %ss", self.chain_id, exc, delay
                 )

@@ -2,18 +2,19 @@
 
 One `Follower` per chain polls the node's head every HEAD_POLL_INTERVAL seconds. When the head
 at the chain's confirmation depth moves, it runs the deposits step of the refresh pipeline
-(latsite/refresh.py) for every LAT of that chain, then the state and snapshot steps of exactly
-the LATs whose deposits changed (new deposits, or some removed by a reorg). The steps run under
-the job runner (latsite/jobs.py), so the follower shares checkpoints, locks, reorg handling and
-sync status with the beat jobs, which stay as the safety net; a write drops the cached read
-documents through the model signals, as any refresh does.
+(latsite/refresh.py) for every LAT of that chain, then the state and then the snapshot steps
+of exactly the LATs whose deposits changed (new deposits, or some removed by a reorg). The steps
+run under the job runner (latsite/jobs.py), so the follower shares checkpoints, locks, reorg
+handling and sync status with the beat jobs, which stay as the safety net; a write drops the
+cached read documents and the ETags through the generation token, as any refresh does.
 
 Only one follower per chain works at a time: it holds the advisory lock `lat_follow:<chainId>`
 for as long as it runs, and a second one waits for it. A node that goes away is retried with
-exponential backoff (up to HEAD_POLL_MAX_BACKOFF seconds). The last head acted on is kept on the
-follower (`seen`). Anything else (the database gone, a bug) ends the follower with the
-exception: the process manager restarts it, and the lock, held by the database session, is
-released with the session.
+exponential backoff from the second failure in a row (up to HEAD_POLL_MAX_BACKOFF seconds). The
+last head acted on is kept on the follower (`seen`, `seen_hash`); a new block at the same height
+(a reorg) is acted on too.
+Anything else (the database gone, a bug) ends the follower with the exception: the process
+manager restarts it, and the lock, held by the database session, is released with the session.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from lats.chain.errors import ChainUnavailable
 from lats.chain.gateway import gateway_for
 from lats.indexing import chain_confirmations
 from lats.models import Lat
-from latsite.jobs import DONE, run_step
+from latsite.jobs import DONE, LAGGING, SKIPPED, run_step
 from latsite.locks import advisory_lock
 from latsite.refresh import DEPOSITS, SNAPSHOT, STATE
 
@@ -44,23 +45,37 @@ class Follower:
     poll_interval: float = field(default_factory=lambda: float(settings.HEAD_POLL_INTERVAL))
     max_backoff: float = field(default_factory=lambda: float(settings.HEAD_POLL_MAX_BACKOFF))
     seen: int | None = None  # the last confirmed head this follower acted on
+    seen_hash: str | None = None  # and its hash
+    failures: int = 0  # polls in a row that found the node unreachable
 
     def tick(self) -> list[dict[str, Any]]:
-        """Act on the confirmed head once; returns the results of the steps it ran."""
-        head = gateway_for(self.chain_id).head_number() - chain_confirmations(self.chain_id)
-        if self.seen is not None and head <= self.seen:
+        """Act on the confirmed head once; returns the results of the steps it ran.
+
+        It acts whenever the confirmed head is another block than the one it last acted on, by
+        number or by hash: a reorg may put other blocks at the same heights. When a LAT's
+        deposits step was skipped (a beat job held its lock) or found the node lagging (also
+        what a chain cut back below the stored checkpoint looks like), the head is not recorded,
+        so that the next poll tries again rather than waiting for another block."""
+        head = gateway_for(self.chain_id).head(confirmations=chain_confirmations(self.chain_id))
+        if self.seen is not None and (head.number, head.hash) == (self.seen, self.seen_hash):
             return []
         first = self.seen is None
         results: list[dict[str, Any]] = []
+        settled = True
+        changed: list[int] = []
         lat_ids = Lat.objects.filter(chain_id=self.chain_id).order_by("id")
         for lat_id in lat_ids.values_list("id", flat=True):
             deposits = run_step(DEPOSITS, lat_id)
             results.append(deposits)
-            changed = deposits["status"] == DONE and (deposits["new"] or deposits["removed"])
-            if first or changed:
-                results += [run_step(STATE, lat_id), run_step(SNAPSHOT, lat_id)]
-        self.seen = head
-        logger.debug("chain %s: acted on head %s", self.chain_id, head)
+            settled = settled and deposits["status"] not in (SKIPPED, LAGGING)
+            if first or (deposits["status"] == DONE and (deposits["new"] or deposits["removed"])):
+                changed.append(lat_id)
+        # Every LAT's deposits first: no LAT's deposits wait for another's state and snapshot.
+        for step in (STATE, SNAPSHOT):
+            results += [run_step(step, lat_id) for lat_id in changed]
+        if settled:
+            self.seen, self.seen_hash = head.number, head.hash
+        logger.debug("chain %s: acted on head %s (%s)", self.chain_id, head.number, head.hash)
         return results
 
     def run(self, stop: threading.Event) -> None:
@@ -75,13 +90,16 @@ class Follower:
             stop.wait(self.poll_interval)
 
     def _follow(self, stop: threading.Event) -> None:
-        delay = self.poll_interval
         while not stop.is_set():
             try:
                 self.tick()
                 delay = self.poll_interval
+                self.failures = 0
             except ChainUnavailable as exc:
-                delay = min(delay * 2, self.max_backoff)
+                # One failure (a read at a block a reorg just took away) is retried at the
+                # usual pace; from the second in a row the wait doubles, up to max_backoff.
+                self.failures += 1
+                delay = min(self.poll_interval * 2 ** min(self.failures - 1, 16), self.max_backoff)
                 logger.warning(
                     "chain %s: node unavailable (%s); retry in %ss", self.chain_id, exc, delay
                 )

@@ -29,6 +29,7 @@ from lats.metadata import MetadataUnavailable
 from lats.models import Lat, SyncStatus
 from lats.state import RefreshSummary, lat_read_state, lat_state_stored, lat_store_state
 from lats.sync_status import sync_status_recording, sync_status_success
+from latsite.api.documents import documents_changed
 from latsite.celery import app
 from latsite.jobs import Step
 from metrics.services import metrics_refresh
@@ -53,6 +54,20 @@ def refresh_state(*, lat: Lat, gateway: Gateway | None = None) -> RefreshSummary
     return RefreshSummary(lat=lat.proxy_address, block=reading.block.number, changed=changed)
 
 
+def index_deposits(*, lat: Lat, progress: Callable[[int, int], None] | None = None) -> IndexSummary:
+    """Index the LAT's events; when some were added or removed, invalidate the read documents
+    and ETags (the indexer writes in bulk, which sends no model signal). A run that failed may
+    have stored some ranges before it did: it invalidates too."""
+    try:
+        summary = deposit_index(lat=lat, progress=progress)
+    except BaseException:
+        documents_changed()
+        raise
+    if summary.new or summary.removed or summary.events:
+        documents_changed()
+    return summary
+
+
 @dataclass(frozen=True)
 class LatRefresh:
     state: RefreshSummary
@@ -64,7 +79,7 @@ def refresh_lat(*, lat: Lat, progress: Callable[[int, int], None] | None = None)
     """Every step once for the LAT, in-process and in order (`lat_sync`). A node error or a
     lagging node stops it; an unusable metadata document does not."""
     state = refresh_state(lat=lat)
-    deposits = deposit_index(lat=lat, progress=progress)
+    deposits = index_deposits(lat=lat, progress=progress)
     metrics_refresh(lat=lat)
     try:
         avs_refresh_metadata(lat=lat)
@@ -80,7 +95,7 @@ def _state(lat: Lat) -> dict[str, Any]:
 
 
 def _deposits(lat: Lat) -> dict[str, Any]:
-    summary = deposit_index(lat=lat)
+    summary = index_deposits(lat=lat)
     return {
         "to_block": summary.to_block,
         "new": summary.new,

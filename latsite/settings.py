@@ -197,14 +197,16 @@ CORS_ALLOW_ALL_ORIGINS = True
 CORS_ALLOW_CREDENTIALS = False
 CORS_URLS_REGEX = r"^/(lat|metrics)(/.*)?$"
 CORS_ALLOW_METHODS = ["GET", "POST", "OPTIONS"]
-CORS_ALLOW_HEADERS = ["accept", "content-type", "x-api-token", "x-request-id"]
-# Browsers may read the rate-limit headers (latsite/api/throttling.py) and the request id.
+CORS_ALLOW_HEADERS = ["accept", "content-type", "x-api-token", "x-request-id", "if-none-match"]
+# Browsers may read the rate-limit headers (latsite/api/throttling.py), the request id and the
+# ETag, and send the ETag back in If-None-Match (latsite/api/conditional.py).
 CORS_EXPOSE_HEADERS = [
     "RateLimit-Limit",
     "RateLimit-Remaining",
     "RateLimit-Reset",
     "Retry-After",
     "X-Request-ID",
+    "ETag",
 ]
 
 # Rate limits (decisions.md): per client IP without a key, per key with one.

@@ -26,7 +26,7 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from lats.telemetry import SyncStatusCollector
-from latsite import health, telemetry
+from latsite import health, release, telemetry
 from latsite.api.errors import ERROR_CODES, handler404, json_error, method_not_allowed
 from latsite.api.schema import error_responses
 from latsite.middleware import is_admin_path
@@ -252,7 +252,7 @@ class VersionView(OpsView):
         responses={200: VersionSerializer, **error_responses("internal_server_error", always=())},
     )
     def get(self, request):
-        body = {"version": health.service_version(), "commit": health.service_commit()}
+        body = {"version": release.service_version(), "commit": release.service_commit()}
         return Response(VersionSerializer(body).data)
 
 

@@ -12,6 +12,7 @@ from deposits.api import activity_serializers as s
 from lats.chain.activity import ACTIVITY_EVENTS
 from lats.selectors import lat_get
 from latsite.api import cursors
+from latsite.api.conditional import ConditionalReadMixin
 from latsite.api.params import address_path_parameter, parse_address, parse_int
 from latsite.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
 from latsite.errors import InvalidInput
@@ -43,7 +44,7 @@ def _parse_take(params) -> int:
     return parse_int(params, "take", default=DEFAULT_TAKE, minimum=1, maximum=MAX_TAKE)
 
 
-class HolderListView(APIView):
+class HolderListView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,
@@ -99,7 +100,7 @@ def _parse_types(params) -> tuple[str, ...]:
     return types
 
 
-class EventListView(APIView):
+class EventListView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,
@@ -174,6 +175,10 @@ class LatStatusView(APIView):
         auth=OPTIONAL_API_KEY,
         operation_id="lat_status",
         summary="Is it safe to deposit now: a LAT's pause and price state, and its lag",
+        description=(
+            "Read from what the refresh and the indexer stored, never from a node. Not a "
+            "conditional read (no ETag): the lag moves with every head the jobs see."
+        ),
         parameters=[_LAT_PATH],
         responses={200: s.StatusResponseSerializer, **error_responses(*READ_ERRORS)},
     )
@@ -182,7 +187,7 @@ class LatStatusView(APIView):
         return Response({"data": selectors.lat_status(lat=lat)})
 
 
-class WalletView(APIView):
+class WalletView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,

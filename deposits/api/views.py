@@ -9,6 +9,7 @@ from deposits import selectors
 from deposits.api.serializers import DepositListSerializer
 from latsite.addresses import ADDRESS_PATTERN
 from latsite.api import cursors
+from latsite.api.conditional import ConditionalReadMixin
 from latsite.api.params import parse_address, parse_int
 from latsite.api.schema import OPTIONAL_API_KEY, error_responses
 from latsite.errors import InvalidInput
@@ -40,7 +41,7 @@ def _filter_parameter(name: str, description: str) -> OpenApiParameter:
     )
 
 
-class DepositListView(APIView):
+class DepositListView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=["Metrics"],
         auth=OPTIONAL_API_KEY,

@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from lats import selectors
 from lats.api import serializers as s
+from latsite.api.conditional import ConditionalReadMixin
 from latsite.api.documents import cached_document
 from latsite.api.params import (
     address_path_parameter,
@@ -20,7 +21,7 @@ from operators import selectors as operator_selectors
 TAG = "LATs"
 
 
-class LatListView(APIView):
+class LatListView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,
@@ -56,7 +57,7 @@ class LatListView(APIView):
         return Response(cached_document(f"lat-list:{grouped}", build))
 
 
-class LatDetailView(APIView):
+class LatDetailView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,
@@ -99,7 +100,7 @@ class LatDetailView(APIView):
         return Response(cached_document(key, build))
 
 
-class LatTokensView(APIView):
+class LatTokensView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,
@@ -119,7 +120,7 @@ class LatTokensView(APIView):
         )
 
 
-class SupportedTokensView(APIView):
+class SupportedTokensView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,
@@ -135,7 +136,7 @@ class SupportedTokensView(APIView):
         return Response({"data": s.SupportedTokenSerializer(tokens, many=True).data})
 
 
-class ExchangeRatesView(APIView):
+class ExchangeRatesView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,
@@ -156,7 +157,7 @@ class ExchangeRatesView(APIView):
         return Response({"address": address, "exchangeRates": rates})
 
 
-class LatFeesView(APIView):
+class LatFeesView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,
@@ -172,7 +173,7 @@ class LatFeesView(APIView):
         return Response({"data": fees})
 
 
-class AvsLatsView(APIView):
+class AvsLatsView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,

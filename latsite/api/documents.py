@@ -17,6 +17,10 @@ hidden by a document cached before it; documents cached by other processes expir
 DOCUMENT_CACHE_SECONDS whatever happens. During an outage each process keeps its own documents
 for at most DOCUMENT_FALLBACK_SECONDS (a write in the process drops them at once), so that the
 hot reads stay near their cached speed while another process's writes show up that much later.
+
+`current_generation` names the data's generation for the ETags of the read endpoints
+(latsite/api/conditional.py), with the same bounds: the shared token while Redis answers, else
+this process's own generation, which also moves on every DOCUMENT_FALLBACK_SECONDS.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ _retry_timer: threading.Timer | None = None
 # While Redis is unavailable: this process's documents, key -> (expires at, generation, document).
 _local: dict[str, tuple[float, int, Any]] = {}
 _local_generation = 0
+_PROCESS = uuid.uuid4().hex[:12]  # tells this process's local generations from another's
 LOCAL_MAX_DOCUMENTS = 1024
 
 
@@ -176,6 +181,24 @@ def cached_document(name: str, build: Callable[[], Any]) -> Any:
             lambda: cache.set(document_key, (generation, built_at, document), timeout=seconds),
         )
     return document
+
+
+def current_generation() -> str:
+    """A token of the data's current generation: it changes whenever `documents_changed` runs.
+
+    While Redis answers (and no invalidation of this process is pending), the shared token,
+    created if there is none, the same in every process. Otherwise this process's own generation
+    and the current period of DOCUMENT_FALLBACK_SECONDS: a write in another process cannot reach
+    it, so it moves at least that often, the bound that the outage path puts on documents."""
+    generation_key = _keys("")[0]
+    if not _pending or retry_pending_bumps():
+        found = redisguard.call("document cache", lambda: cache.get(generation_key))
+        if found is not redisguard.UNAVAILABLE:
+            generation = found if found is not None else _new_generation(generation_key)
+            if generation is not None:
+                return f"shared:{generation}"
+    period = int(time.time() // max(settings.DOCUMENT_FALLBACK_SECONDS, 1))
+    return f"local:{_PROCESS}:{_local_generation}:{period}"
 
 
 def _new_generation(generation_key: str) -> str | None:

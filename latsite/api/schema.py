@@ -1,5 +1,5 @@
-"""OpenAPI helpers: the documented error responses, rate-limit and request-id headers of each
-endpoint."""
+"""OpenAPI helpers: the documented error responses, rate-limit and request-id headers and
+conditional GET (If-None-Match, 304, ETag, Cache-Control) of each endpoint."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
+from latsite.api.conditional import CACHE_CONTROL, ConditionalReadMixin
 from latsite.api.errors import ERROR_CODES
 from latsite.api.fields import ErrorSerializer
 
@@ -90,13 +91,58 @@ REQUEST_ID_HEADERS = [
 ]
 
 
+# Conditional GET on the read operations (latsite/api/conditional.py).
+CONDITIONAL_PARAMETERS = [
+    OpenApiParameter(
+        "If-None-Match",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        description="ETags of representations the client holds (a comma-separated list, or "
+        "`*`); when one matches the current one (weak comparison) the answer is a 304.",
+    ),
+    OpenApiParameter(
+        "ETag",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        description="Weak validator of this representation; it changes whenever the data "
+        "behind the service changes. Send it back in If-None-Match.",
+        response=[200, 304],
+    ),
+    OpenApiParameter(
+        "Cache-Control",
+        OpenApiTypes.STR,
+        OpenApiParameter.HEADER,
+        description=f"`{CACHE_CONTROL}`: caches may store the answer but must revalidate it "
+        "(If-None-Match) before each use, so that it is never older than the service's data "
+        "(about 2 s behind the confirmed chain).",
+        response=[200, 304],
+    ),
+]
+NOT_MODIFIED = OpenApiResponse(
+    description="Not Modified: the representation matching If-None-Match is still current. "
+    "No body; the request was counted by the rate limit like any other."
+)
+
+
 class RateLimitedAutoSchema(AutoSchema):
-    """drf-spectacular's AutoSchema, documenting X-Request-ID on every operation and the
+    """drf-spectacular's AutoSchema, documenting X-Request-ID on every operation, the
     rate-limit headers on every response of the operations that a rate limit counts (those whose
-    view has throttles)."""
+    view has throttles), and conditional GET on the read operations (views with
+    ConditionalReadMixin)."""
+
+    def _conditional(self) -> bool:
+        return self.method == "GET" and isinstance(self.view, ConditionalReadMixin)
 
     def get_override_parameters(self):
         parameters = [*super().get_override_parameters(), *REQUEST_ID_HEADERS]
         if self.view.get_throttles():
-            return [*parameters, *RATE_LIMIT_HEADERS]
+            parameters = [*parameters, *RATE_LIMIT_HEADERS]
+        if self._conditional():
+            parameters = [*parameters, *CONDITIONAL_PARAMETERS]
         return parameters
+
+    def _get_response_bodies(self, direction="response"):
+        bodies = super()._get_response_bodies(direction)
+        if self._conditional():
+            bodies["304"] = self._get_response_for_code(NOT_MODIFIED, "304", direction=direction)
+        return bodies

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from lats.selectors import lat_get
+from latsite.api.conditional import ConditionalReadMixin
 from latsite.api.params import (
     INSTANT_RANGE_TEXT,
     address_path_parameter,
@@ -22,7 +23,11 @@ from metrics.api.serializers import HistoricalListSerializer, HistoricalPointSer
 _RANGE = f"Must fall {INSTANT_RANGE_TEXT}, else a 422 naming the parameter."
 
 
-class HistoricalView(APIView):
+class HistoricalView(ConditionalReadMixin, APIView):
+    def etag_extra(self, request) -> str:
+        # Without endAt the window ends at the current minute: the answer moves with the clock.
+        return "" if "endAt" in request.query_params else timezone.now().strftime("%Y%m%d%H%M")
+
     @extend_schema(
         tags=["Metrics"],
         auth=OPTIONAL_API_KEY,

@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from lats.selectors import lat_get
 from latsite.addresses import ZERO_ADDRESS
+from latsite.api.conditional import ConditionalReadMixin
 from latsite.api.params import (
     address_path_parameter,
     parse_address,
@@ -19,7 +20,7 @@ from operators.api import serializers as s
 TAG = "Operators"
 
 
-class OperatorListView(APIView):
+class OperatorListView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,
@@ -33,7 +34,7 @@ class OperatorListView(APIView):
         return Response({"data": selectors.operator_addresses()})
 
 
-class OperatorDetailView(APIView):
+class OperatorDetailView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,
@@ -62,7 +63,7 @@ class OperatorDetailView(APIView):
         return Response({"data": s.OperatorDetailSerializer(operator, with_tvl=with_tvl).data})
 
 
-class LatOperatorsView(APIView):
+class LatOperatorsView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,
@@ -95,7 +96,7 @@ class LatOperatorsView(APIView):
         return Response({"data": data})
 
 
-class StakerNodesView(APIView):
+class StakerNodesView(ConditionalReadMixin, APIView):
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,

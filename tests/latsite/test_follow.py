@@ -94,3 +94,33 @@ def test_a_second_follower_waits_for_the_first(imported):
             holder.release.set()
             holder.join(10)
             wait_for(lambda: waiting.seen is not None, 120)
+
+
+def test_a_reorg_at_the_same_height_is_acted_on(imported):
+    """evm_revert cuts the chain back (the deposits step finds the node behind its checkpoint:
+    the head is not recorded), then other blocks are mined at the same heights: the follower
+    acts on them although the head's number is one it has seen, and the orphan goes."""
+    chain = imported
+    manifest = chain.lat("latETH")
+    follower = Follower(CHAIN_ID)
+    follower.tick()  # the first pass
+    fork = chain.rpc("evm_snapshot")
+    orphan = make_deposits(chain.url, manifest, 12, [manifest["tokens"][0]["address"]], [WAD])
+    assert any(r.get("new") == 1 for r in follower.tick())
+    seen = (follower.seen, follower.seen_hash)
+    assert seen[0] == orphan["blockNumber"]
+
+    assert chain.rpc("evm_revert", fork)
+    statuses = {r["status"] for r in follower.tick()}
+    assert statuses == {"lagging"}
+    assert (follower.seen, follower.seen_hash) == seen  # not recorded: tried again next poll
+    while chain.w3.eth.block_number < orphan["blockNumber"]:
+        chain.rpc("evm_mine")
+    head = chain.w3.eth.get_block("latest")
+    assert head["number"] == seen[0]
+    assert "0x" + head["hash"].hex().removeprefix("0x") != seen[1]
+    results = follower.tick()
+    assert sum(r.get("removed", 0) for r in results) == 1
+    assert follower.seen == seen[0]
+    assert follower.seen_hash != seen[1]
+    assert follower.tick() == []  # nothing new since

@@ -157,8 +157,14 @@ RATE_HEADERS = {"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"}
 def test_the_schema_documents_the_headers():
     schema = SchemaGenerator().get_schema(request=None, public=True)
     responses = schema["paths"]["/lat"]["get"]["responses"]
-    # X-Request-ID is on every answer of every operation (tests/latsite/test_logging.py).
-    assert set(responses["200"]["headers"]) == {*RATE_HEADERS, "X-Request-ID"}
+    # X-Request-ID is on every answer of every operation (tests/latsite/test_logging.py), and
+    # the validators of conditional GET on the reads' (tests/latsite/test_conditional_get.py).
+    assert set(responses["200"]["headers"]) == {
+        *RATE_HEADERS,
+        "X-Request-ID",
+        "ETag",
+        "Cache-Control",
+    }
     assert set(responses["429"]["headers"]) == {*RATE_HEADERS, "Retry-After", "X-Request-ID"}
     simulate = schema["paths"]["/lat/{address}/simulate-deposit"]["post"]["responses"]
     assert all(RATE_HEADERS <= set(r["headers"]) for r in simulate.values())

@@ -1,0 +1,108 @@
+"""Conditional GET on the read endpoints: ETag, If-None-Match and 304 Not Modified.
+
+Every GET (and HEAD) answer of a read view (`ConditionalReadMixin`) that is a 200 carries
+
+- `ETag`: a weak validator, a hash of the data's generation (latsite/api/documents.py:
+  `current_generation`, which moves on every write to what the read endpoints serve), the
+  code's version and commit (a deployment may change a representation), the path and the
+  query string (its parameters sorted, so that their order does not matter), and
+  whatever the view adds (`etag_extra`: the historical endpoint's default window moves with
+  the clock). It is computed before the view reads anything, so that a write racing the
+  request can only make the tag older than the body, never newer.
+- `Cache-Control: public, no-cache`: any cache may store the answer, but must revalidate it
+  before every use. The service promises data at most ~2 s behind the confirmed chain (the
+  freshness section of extensions.md) and spends most of that budget itself (the follower
+  polls the head every second), so no `max-age` is granted: a revalidation costs one Redis
+  round trip and an empty 304, and every request still reaches the service, where the rate
+  limit counts it and a bad API key is refused.
+
+A request whose `If-None-Match` matches the current tag (weak comparison, a list of tags or
+`*`) gets `304 Not Modified` with an empty body and the same validators, without the view
+running; it passed authentication and the rate limit first, so it is counted and carries the
+RateLimit-* headers like any answer. Errors (4xx, 5xx) carry no ETag.
+
+No `Vary` on X-API-Token: the key only chooses the rate limit, never the body, and since every
+use is revalidated at the service a cached answer never stands in for a key's check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from urllib.parse import urlencode
+
+from django.http import HttpResponseNotModified
+from django.utils.http import parse_etags
+
+from latsite.api.documents import current_generation
+from latsite.release import release
+
+CACHE_CONTROL = "public, no-cache"
+CONDITIONAL_METHODS = frozenset({"GET", "HEAD"})
+
+
+class NotModified(Exception):
+    """Raised once the request has passed authentication and the rate limit: answer 304."""
+
+
+def entity_tag(request, extra: str = "") -> str:
+    """The weak ETag of the representation `request` asks for, at the current generation."""
+    query = urlencode(sorted(request.GET.lists()), doseq=True)
+    parts = (current_generation(), release(), request.path, query, extra)
+    text = "\x1f".join(parts).encode("utf-8", "surrogateescape")
+    return f'W/"{hashlib.blake2b(text, digest_size=16).hexdigest()}"'
+
+
+def none_match(header: str | None, etag: str) -> bool:
+    """Whether an If-None-Match header lists `etag` (weak comparison, RFC 9110 13.1.2).
+    `*` is not decided here: it matches any current representation, which only the view knows."""
+    if not header:
+        return False
+    opaque = etag.removeprefix("W/")
+    return any(tag.removeprefix("W/") == opaque for tag in parse_etags(header) if tag != "*")
+
+
+def _not_modified(response) -> HttpResponseNotModified:
+    """A 304 with the headers of `response` but those of its body."""
+    answer = HttpResponseNotModified()
+    for name, value in response.items():
+        if name.lower() not in ("content-type", "content-length"):
+            answer[name] = value
+    return answer
+
+
+class ConditionalReadMixin:
+    """For a read APIView: ETag and Cache-Control on its 200s, 304 on a matching If-None-Match.
+
+    A listed tag is answered before the view runs (it came from a 200 of this URL at this
+    generation); `*` after it, when the view found something to answer (RFC 9110 13.1.2)."""
+
+    _etag: str | None = None
+    _any: bool = False
+
+    def etag_extra(self, request) -> str:
+        """What the representation depends on besides the data, the path and the query."""
+        return ""
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)  # authentication, permissions, rate limits
+        if request.method in CONDITIONAL_METHODS:
+            self._etag = entity_tag(request, self.etag_extra(request))
+            header = request.META.get("HTTP_IF_NONE_MATCH")
+            self._any = bool(header) and parse_etags(header) == ["*"]
+            if none_match(header, self._etag):
+                raise NotModified
+
+    def handle_exception(self, exc):
+        if isinstance(exc, NotModified):
+            return HttpResponseNotModified()
+        return super().handle_exception(exc)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if self._etag is None or response.status_code not in (200, 304):
+            return response
+        if self._any and response.status_code == 200:
+            response = _not_modified(response)
+        response["ETag"] = self._etag
+        response["Cache-Control"] = CACHE_CONTROL
+        return response

@@ -42,6 +42,7 @@ def _deep_cursor(ctx: Context, lat: str) -> tuple[str, int]:
     how many feed events come before that page."""
     from bench import dataset
     from deposits.activity_selectors import FEED_TYPES
+    from deposits.api.activity import EVENT_CURSOR_VERSION
     from latsite.api.cursors import cursor_encode
 
     with dataset.connect(ctx.db_url) as conn:
@@ -58,7 +59,7 @@ def _deep_cursor(ctx: Context, lat: str) -> tuple[str, int]:
             " ORDER BY block_number DESC, log_index DESC OFFSET %s LIMIT 1",
             [lat_id, list(FEED_TYPES), skip - 1],
         ).fetchone()
-    return cursor_encode("e1", block, log_index), skip
+    return cursor_encode(EVENT_CURSOR_VERSION, block, log_index), skip
 
 
 def endpoints(ctx: Context, result: SectionResult) -> dict[str, str]:

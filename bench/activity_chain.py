@@ -1,0 +1,241 @@
+"""The `activity` section's chain part: about 100,000 mixed events of one LAT on anvil, emitted
+quickly, and the probe that times the service's event indexer beside plain `eth_getLogs`.
+
+The events come from bench/contracts/ActivityBatch.sol (compiled here with the project's
+solcjs): one transaction makes DEPOSITS deposits to holders of a pool of POOL addresses (each a
+mint `Transfer` and an `AssetDeposited`), one deposit to the helper itself, TRANSFERS transfers
+of the helper's LAT to holders of the pool and BURNS burns of it: PER_TX events. Every ADMIN_EVERY
+transactions the owner pauses and unpauses the LAT, updates a price and delegates (then
+undelegates) a staker node. Anvil auto-mines a block per transaction.
+
+`python -m bench.activity_chain RPC_URL MANIFEST` is the probe, run by the section in its own
+process with Django on the section's database.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import REPO
+
+CONTRACT = Path(__file__).with_name("contracts") / "ActivityBatch.sol"
+POOL = 20_000  # holder addresses the deposits and transfers draw from
+DEPOSITS, TRANSFERS, BURNS = 100, 180, 18  # per transaction
+PER_TX = 2 * DEPOSITS + 2 + TRANSFERS + BURNS  # events per transaction: 400
+ADMIN_EVERY = 10  # transactions between two rounds of admin events
+SPAN = 20  # blocks per eth_getLogs / indexing step: 2 admin rounds and ~16 batches, ~7,000 logs
+TX_GAS = 40_000_000
+
+
+def compile_helper() -> dict:
+    """ActivityBatch's ABI and bytecode (solcjs, as devchain/compile.py runs it)."""
+    source = {
+        "language": "Solidity",
+        "sources": {"ActivityBatch.sol": {"content": CONTRACT.read_text()}},
+        "settings": {
+            "evmVersion": "cancun",
+            "optimizer": {"enabled": True, "runs": 200},
+            "outputSelection": {"*": {"*": ["abi", "evm.bytecode.object"]}},
+        },
+    }
+    solcjs = REPO / "node_modules" / ".bin" / "solcjs"
+    with tempfile.TemporaryFile(mode="w+") as out:  # a file: solcjs may exit before a pipe drains
+        done = subprocess.run(
+            [str(solcjs), "--standard-json"],
+            input=json.dumps(source),
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            timeout=120,
+            check=False,
+        )
+        out.seek(0)
+        text = out.read()
+    output = json.loads(text[text.find("{") :]) if "{" in text else {}
+    errors = [e for e in output.get("errors", []) if e.get("severity") == "error"]
+    if done.returncode != 0 or errors or "contracts" not in output:
+        raise RuntimeError(f"solcjs failed: {errors or done.stderr or text[:2000]}")
+    built = output["contracts"]["ActivityBatch.sol"]["ActivityBatch"]
+    return {"abi": built["abi"], "bytecode": "0x" + built["evm"]["bytecode"]["object"]}
+
+
+def generate(rpc_url: str, manifest: dict, events: int) -> int:
+    """Emit at least `events` events of the LAT (see the module's docstring); returns the
+    number of transactions sent."""
+    from web3 import Web3
+
+    from devchain.devnet import BENCH_SENDER, DEPLOYER, connect, contract
+
+    w3 = connect(rpc_url, timeout=300)
+    accounts = [Web3.to_checksum_address(a) for a in w3.eth.accounts]
+    sender, owner = accounts[BENCH_SENDER], accounts[DEPLOYER]
+    asset = manifest["tokens"][0]["address"]
+    helper = _deploy_helper(w3, manifest["proxyAddress"], asset, sender)
+    one = 10 ** contract(w3, "TestERC20", asset).functions.decimals().call()
+    batches = -(-events // PER_TX)
+    per_batch = DEPOSITS + TRANSFERS + BURNS + 1
+    _wait(
+        w3,
+        contract(w3, "TestERC20", asset)
+        .functions.mint(helper.address, one * per_batch * batches)
+        .transact({"from": sender}),
+    )
+    admin = _admin_calls(w3, manifest, owner)
+    hashes = []
+    for batch in range(batches):
+        if batch % ADMIN_EVERY == 0:
+            hashes += [call(batch) for call in admin]
+        run = helper.functions.run(batch, POOL, one, DEPOSITS, TRANSFERS, BURNS)
+        hashes.append(run.transact({"from": sender, "gas": TX_GAS}))
+    _check(w3, hashes)
+    return len(hashes)
+
+
+def _deploy_helper(w3, lat: str, asset: str, sender: str):
+    built = compile_helper()
+    factory = w3.eth.contract(abi=built["abi"], bytecode=built["bytecode"])
+    receipt = _wait(w3, factory.constructor(lat, asset).transact({"from": sender}))
+    return w3.eth.contract(address=receipt["contractAddress"], abi=built["abi"])
+
+
+def _wait(w3, tx_hash):
+    from devchain.devnet import DevnetError
+
+    receipt = w3.eth.wait_for_transaction_receipt(tx_hash, timeout=120, poll_latency=0.01)
+    if receipt["status"] != 1:
+        raise DevnetError(f"transaction {tx_hash.hex()} reverted")
+    return receipt
+
+
+def _admin_calls(w3, manifest: dict, owner: str) -> list:
+    """One round of the owner's rarer events: Paused, Unpaused, TokenPriceUpdated,
+    NodeDelegated (then NodeUndelegated, not in the feed), each a function of the round."""
+    from devchain.devnet import OPERATORS, contract
+
+    lt = contract(w3, "LiquidToken", manifest["proxyAddress"])
+    manager_address = manifest["contractDeployments"]["proxy"]["liquidTokenManager"]["address"]
+    manager = contract(w3, "LiquidTokenManager", manager_address)
+    asset = manifest["tokens"][0]["address"]
+    price = manager.functions.getTokenInfo(asset).call()[1]
+    operator = w3.eth.accounts[OPERATORS[0]]
+    tx = {"from": owner, "gas": 1_000_000}
+    node = 2  # undelegated in the devnet's latETH
+    return [
+        lambda b: lt.functions.pause().transact(tx),
+        lambda b: lt.functions.unpause().transact(tx),
+        lambda b: manager.functions.setPrice(asset, price + (b // ADMIN_EVERY) % 2).transact(tx),
+        lambda b: manager.functions.delegateNode(node, operator).transact(tx),
+        lambda b: manager.functions.undelegateNode(node).transact(tx),
+    ]
+
+
+def _check(w3, hashes: list) -> None:
+    """Every transaction mined and succeeded."""
+
+    _wait(w3, hashes[-1])
+    with w3.batch_requests() as batch:
+        for tx_hash in hashes:
+            batch.add(w3.eth.get_transaction_receipt(tx_hash))
+        receipts = batch.execute()
+    failed = [h for h, r in zip(hashes, receipts, strict=True) if r["status"] != 1]
+    if failed:
+        raise RuntimeError(f"{len(failed)} transactions reverted, first {failed[0].hex()}")
+
+
+# --- the probe (its own process, Django on the section's database) --------------------------
+
+
+def _ceiling(rpc: str, contracts: dict[str, str], start: int, head: int, decode=None):
+    """eth_getLogs of the LAT's three contracts and the feed's topics over the ranges (as the
+    indexer asks), the JSON parsed; with `decode`, each log decoded too. No database."""
+    import requests
+
+    from lats.chain.activity import activity_topics
+
+    session, logs, began = requests.Session(), 0, time.perf_counter()
+    topics = [activity_topics()]
+    for block in range(start, head + 1, SPAN):
+        span = {
+            "address": list(contracts.values()),
+            "topics": topics,
+            "fromBlock": hex(block),
+            "toBlock": hex(min(block + SPAN - 1, head)),
+        }
+        body = {"jsonrpc": "2.0", "id": 1, "method": "eth_getLogs", "params": [span]}
+        result = session.post(rpc, json=body, timeout=300).json()["result"]
+        logs += sum(decode(log) is not None for log in result) if decode else len(result)
+    return logs, time.perf_counter() - began
+
+
+def _consistency(rpc: str, lat) -> dict:
+    """The stored holders against the chain: their balances sum to totalSupply, the tally
+    counts them."""
+    import requests
+    from django.db.models import Count, Sum
+
+    from deposits.models import Event, Holder, HolderTally
+
+    call = {"to": lat.proxy_address, "data": "0x18160ddd"}  # totalSupply()
+    body = {"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [call, "latest"]}
+    supply = int(requests.post(rpc, json=body, timeout=60).json()["result"], 16)
+    holders = Holder.objects.filter(lat=lat, balance__gt=0)
+    tally = HolderTally.objects.get(lat=lat)
+    return {
+        "supply": supply,
+        "balances": int(holders.aggregate(s=Sum("balance"))["s"] or 0),
+        "holders": holders.count(),
+        "tally": tally.holders,
+        "types": dict(Event.objects.filter(lat=lat).values_list("type").annotate(n=Count("id"))),
+    }
+
+
+def probe(rpc: str, manifest_path: str) -> dict:
+    """The ceiling (raw, then with the service's decoder) and the service's indexer (from
+    empty tables) over the same LAT and block ranges, twice each; then the consistency check."""
+    import django
+
+    django.setup()
+    from deposits.models import Deposit, DepositCheckpoint, Event, Holder, HolderTally
+    from deposits.services import deposit_index
+    from lats.chain.activity import activity_decoder
+    from lats.chain.gateway import gateway_for_url
+    from lats.manifests import lat_import_manifests, manifest_parse
+
+    manifest = manifest_parse(json.loads(Path(manifest_path).read_text()), source=manifest_path)
+    (lat,) = lat_import_manifests(manifests=[manifest])
+    head = gateway_for_url(rpc, timeout=300).head().number
+    contracts = {
+        "LiquidToken": lat.proxy_address,
+        "LiquidTokenManager": lat.proxy_of("liquidTokenManager"),
+        "StakerNodeCoordinator": lat.proxy_of("stakerNodeCoordinator"),
+    }
+    out: dict = {
+        "ceiling": [],
+        "decoded": [],
+        "indexer": [],
+        "blocks": head - lat.deployment_block + 1,
+    }
+    for kind, decode in (("ceiling", None), ("decoded", activity_decoder(contracts))):
+        for _ in range(2):
+            logs, seconds = _ceiling(rpc, contracts, lat.deployment_block, head, decode)
+            out[kind].append({"events": logs, "seconds": seconds})
+    for _ in range(2):
+        for model in (Event, Holder, HolderTally, Deposit, DepositCheckpoint):
+            model.objects.all().delete()
+        began = time.perf_counter()
+        summary = deposit_index(lat=lat, max_range=SPAN)
+        seconds = time.perf_counter() - began
+        stored = Event.objects.filter(lat=lat).count()
+        out["indexer"].append({"events": stored, "new": summary.new, "seconds": seconds})
+    out["check"] = _consistency(rpc, lat)
+    return out
+
+
+if __name__ == "__main__":  # the probe: python -m bench.activity_chain RPC_URL MANIFEST
+    print(json.dumps(probe(*sys.argv[1:3])))

@@ -218,7 +218,8 @@ def test_the_schema_documents_conditional_get(api):
         operation = item.get("get")
         if operation is None:
             continue
-        read = path.startswith(("/lat", "/metrics"))
+        # Every read of the API but the status, whose lag moves with each head the jobs see.
+        read = path.startswith(("/lat", "/metrics", "/wallets")) and path != "/lat/{address}/status"
         names = {p["name"] for p in operation.get("parameters", []) if p["in"] == "header"}
         assert ("If-None-Match" in names) == read, path
         assert ("304" in operation["responses"]) == read, path

@@ -10,17 +10,28 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 
 from deposits.models import Event, Holder, HolderTally
 from lats.chain.activity import ActivityLog
 from lats.chain.results import block_time
 from lats.models import Lat
+from latsite.db import bulk_insert
 
 # Addresses asked for at once when reading the balances a range moves.
 _CHUNK = 5000
 _MOVES = (Event.Type.TRANSFER, Event.Type.MINT, Event.Type.BURN)
+_EVENT_COLUMNS = (
+    "lat_id",
+    "block_number",
+    "log_index",
+    "tx_hash",
+    "block_hash",
+    "created_at",
+    "type",
+    "args",
+)
 
 
 def activity_record(
@@ -39,25 +50,26 @@ def activity_record(
         ).values_list("block_number", "log_index")
     )
     new = [log for log in logs if log.key not in stored]
-    Event.objects.bulk_create(
-        [
-            Event(
-                lat=lat,
-                block_number=log.block_number,
-                log_index=log.log_index,
-                tx_hash=log.tx_hash,
-                block_hash=log.block_hash,
-                created_at=block_time(
+    bulk_insert(
+        Event,
+        _EVENT_COLUMNS,
+        (
+            (
+                lat.id,
+                log.block_number,
+                log.log_index,
+                log.tx_hash,
+                log.block_hash,
+                block_time(
                     log.block_timestamp
                     if log.block_timestamp is not None
                     else timestamps[log.block_number]
                 ),
-                type=log.type,
-                args=log.args,
+                log.type,
+                log.args,
             )
             for log in new
-        ],
-        batch_size=2000,
+        ),
     )
     deltas, first_blocks = _deltas((log.type, log.args, log.block_number) for log in new)
     if deltas:
@@ -102,9 +114,61 @@ def _deltas(
 
 
 def _move_balances(lat: Lat, deltas: dict[str, int], first_blocks: dict[str, int]) -> None:
-    """Add the deltas to the balances (one upsert), and the holders that appeared or left to
-    the tally."""
+    """Add the deltas to the balances, and the holders that appeared or left to the tally."""
     addresses = sorted(deltas.keys() | first_blocks.keys())
+    if connection.vendor == "postgresql":
+        moved = _add_in_place(lat, addresses, deltas, first_blocks)
+    else:
+        moved = _add_read_then_write(lat, addresses, deltas, first_blocks)
+    joined = left = created = 0
+    for address, before, after, new in moved:
+        if after < 0:
+            raise ValueError(
+                f"the balance of {address} in {lat.proxy_address} would go below zero: "
+                "the stored transfers miss some of the chain's"
+            )
+        joined += before == 0 and after > 0
+        left += before > 0 and after == 0
+        created += new
+    tally, _ = HolderTally.objects.get_or_create(lat=lat)
+    HolderTally.objects.filter(pk=tally.pk).update(
+        holders=F("holders") + joined - left, ever=F("ever") + created
+    )
+
+
+# Each address's balance moved by its delta in one statement: new rows inserted with the
+# delta, existing ones added to; RETURNING gives (address, balance after, inserted).
+_ADD = f"""
+INSERT INTO {Holder._meta.db_table} AS h (lat_id, address, balance, first_block)
+SELECT %s, u.address, u.delta, u.first_block
+FROM unnest(%s::varchar[], %s::numeric[], %s::bigint[]) AS u(address, delta, first_block)
+ON CONFLICT (lat_id, address) DO UPDATE SET balance = h.balance + EXCLUDED.balance
+RETURNING h.address, h.balance, xmax = 0
+"""
+
+
+def _add_in_place(
+    lat: Lat, addresses: list[str], deltas: dict[str, int], first_blocks: dict[str, int]
+) -> list[tuple[str, int, int, bool]]:
+    # A new row is inserted with its delta as its balance: "before" is then 0; else it is the
+    # balance after less the delta.
+    params = [
+        lat.id,
+        addresses,
+        [str(deltas.get(a, 0)) for a in addresses],
+        [first_blocks.get(a, 0) for a in addresses],
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(_ADD, params)
+        return [
+            (address, 0 if new else int(after) - deltas.get(address, 0), int(after), new)
+            for address, after, new in cursor.fetchall()
+        ]
+
+
+def _add_read_then_write(
+    lat: Lat, addresses: list[str], deltas: dict[str, int], first_blocks: dict[str, int]
+) -> list[tuple[str, int, int, bool]]:
     stored: dict[str, tuple[int, int]] = {}
     for i in range(0, len(addresses), _CHUNK):
         chunk = addresses[i : i + _CHUNK]
@@ -114,19 +178,12 @@ def _move_balances(lat: Lat, deltas: dict[str, int], first_blocks: dict[str, int
                 lat=lat, address__in=chunk
             ).values_list("address", "balance", "first_block")
         )
-    rows, joined, left = [], 0, 0
+    moved, rows = [], []
     for address in addresses:
         before, first = stored.get(address) or (0, first_blocks[address])
         after = before + deltas.get(address, 0)
-        if after < 0:
-            raise ValueError(
-                f"the balance of {address} in {lat.proxy_address} would go below zero: "
-                "the stored transfers miss some of the chain's"
-            )
+        moved.append((address, before, after, address not in stored))
         rows.append(Holder(lat=lat, address=address, balance=after, first_block=first))
-        joined += before == 0 and after > 0
-        left += before > 0 and after == 0
-    created = len(addresses) - len(stored)
     Holder.objects.bulk_create(
         rows,
         batch_size=2000,
@@ -134,7 +191,4 @@ def _move_balances(lat: Lat, deltas: dict[str, int], first_blocks: dict[str, int
         unique_fields=("lat", "address"),
         update_fields=("balance",),
     )
-    tally, _ = HolderTally.objects.get_or_create(lat=lat)
-    HolderTally.objects.filter(pk=tally.pk).update(
-        holders=F("holders") + joined - left, ever=F("ever") + created
-    )
+    return moved

@@ -18,6 +18,7 @@ from lats.indexing import Checkpoint, Range, Rewind, index_ranges, index_start
 from lats.models import Lat, SyncStatus
 from lats.sync_status import chain_head_seen, sync_status_recording, sync_status_success
 from latsite.api.documents import documents_changed
+from latsite.db import bulk_insert
 from latsite.locks import DEPOSIT_SEQUENCE_LOCK
 
 logger = logging.getLogger(__name__)
@@ -109,8 +110,8 @@ _COPY_COLUMNS = (
 
 
 def _insert(*, lat: Lat, events: list[DepositEvent], first_seq: int) -> None:
-    """Insert new deposits: COPY on PostgreSQL (a backfill writes many thousands at once)."""
-    rows = [
+    """Insert new deposits at once (COPY on PostgreSQL)."""
+    rows = (
         (
             lat.id,
             lat.chain_id,
@@ -128,22 +129,8 @@ def _insert(*, lat: Lat, events: list[DepositEvent], first_seq: int) -> None:
             e.shares,
         )
         for offset, e in enumerate(events)
-    ]
-    if connection.vendor != "postgresql":
-        Deposit.objects.bulk_create(
-            [Deposit(**dict(zip(_COPY_COLUMNS, row, strict=True))) for row in rows],
-            batch_size=2000,
-        )
-        return
-    table = Deposit._meta.db_table
-    with (
-        connection.cursor() as cursor,
-        cursor.cursor.copy(  # psycopg 3's COPY
-            f"COPY {table} ({', '.join(_COPY_COLUMNS)}) FROM STDIN"
-        ) as copy,
-    ):
-        for row in rows:
-            copy.write_row(row)
+    )
+    bulk_insert(Deposit, _COPY_COLUMNS, rows)
 
 
 @transaction.atomic

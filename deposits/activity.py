@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -152,7 +153,7 @@ def _add_in_place(
 ) -> list[tuple[str, int, int, bool]]:
     # A new row is inserted with its delta as its balance: "before" is then 0; else it is the
     # balance after less the delta.
-    params = [
+    params: list[Any] = [
         lat.id,
         addresses,
         [str(deltas.get(a, 0)) for a in addresses],

@@ -41,7 +41,8 @@ def bulk_insert(
     """Insert rows of `columns` (column names) at once: COPY on PostgreSQL (a backfill writes
     many thousands), bulk_create elsewhere. No signals, no defaults: every column is given."""
     if connection.vendor != "postgresql":
-        attnames = [model._meta.get_field(name).attname for name in _fields(model, columns)]
+        by_column = {f.column: f.attname for f in model._meta.concrete_fields}
+        attnames = [by_column[column] for column in columns]
         model._default_manager.bulk_create(
             [model(**dict(zip(attnames, row, strict=True))) for row in rows], batch_size=2000
         )
@@ -75,9 +76,3 @@ def _copy_text(value: Any) -> str:
     if isinstance(value, bool):
         return "t" if value else "f"
     return str(value)
-
-
-def _fields(model: type[models.Model], columns: Sequence[str]) -> list[str]:
-    """The fields of the columns (a foreign key's column is `<name>_id`)."""
-    by_column = {f.column: f.name for f in model._meta.concrete_fields}
-    return [by_column[column] for column in columns]

@@ -9,6 +9,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count
 
 from deposits.models import Deposit, DepositCheckpoint, Event, Holder, HolderTally
@@ -34,12 +35,19 @@ def holder_page(*, lat: Lat, skip: int, take: int) -> tuple[list[dict[str, str]]
     """One page of the LAT's holders (balance desc, then address asc) and how many there are,
     read from the tally, not counted."""
     total = HolderTally.objects.filter(lat=lat).values_list("holders", flat=True).first() or 0
-    rows = (
-        Holder.objects.filter(lat=lat, balance__gt=0)
-        .order_by("-balance", "address")
-        .values_list("address", "balance")[skip : skip + take]
-    )
-    return [{"address": checksum(a), "balance": str(int(b))} for a, b in rows], total
+    holders = Holder.objects.filter(lat=lat, balance__gt=0)
+    if connection.vendor == "sqlite":
+        # SQLite keeps integers above 2^63 as REAL or TEXT, which do not sort as numbers: the
+        # demo's few holders are sorted here instead.
+        everyone = sorted(
+            ((a, int(b)) for a, b in holders.values_list("address", "balance")),
+            key=lambda row: (-row[1], row[0]),
+        )
+        rows = everyone[skip : skip + take]
+    else:
+        page = holders.order_by("-balance", "address").values_list("address", "balance")
+        rows = [(a, int(b)) for a, b in page[skip : skip + take]]
+    return [{"address": checksum(a), "balance": str(b)} for a, b in rows], total
 
 
 # --- the event feed ---------------------------------------------------------------------------

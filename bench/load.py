@@ -68,6 +68,14 @@ class LoadResult:
     def capped(self) -> bool:
         return 0 < self.max_requests <= self.requests
 
+    def summary(self) -> str:
+        """One progress line's figures."""
+        other = f"{self.cpu.other_cores:.2f}" if self.cpu else "?"
+        return (
+            f"{self.rps:,.0f} req/s, p50 {self.p50_ms:.2f} ms, p99 {self.p99_ms:.2f} ms, "
+            f"{self.errors} errors, other CPU {other} cores"
+        )
+
 
 def run(urls: list[str], *, tool: str, body: bytes | None = None, **settings) -> list[LoadResult]:
     """Load the URLs at the same time, `connections` each, for `duration` seconds (or until

@@ -273,6 +273,21 @@ def synced(chain: Chain, settings, tmp_path) -> Chain:
     return chain
 
 
+# --- Redis of a test module's own ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def redis_server():
+    """A redis-server of the test module's own, on a free port, that its tests may stop,
+    freeze or restart (tests/redisserver.py)."""
+    from tests.redisserver import RedisServer
+
+    server = RedisServer()
+    server.start()
+    yield server
+    server.close()
+
+
 # --- Celery -----------------------------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ import time
 from bench import PYTHON, REPO, activity_chain, activity_dataset
 from bench.context import Context, SectionResult, Target
 from bench.load import LoadResult
-from bench.sections.api import COLUMNS, _ratio_target, _row
+from bench.sections.api import COLUMNS, _ratio_target, _row, answer_json
 
 TITLE = "Holders and events endpoints under load; the event indexer on anvil"
 DEEP_SKIP = 99_000
@@ -86,12 +86,9 @@ def endpoints(ctx: Context, result: SectionResult) -> dict[str, str]:
 
 def smoke(name: str, status: int, body: bytes) -> str | None:
     """Why one answer is not what the data set should give, or None."""
-    if status != 200:
-        return f"{name}: HTTP {status}: {body[:300]!r}"
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return f"{name}: not JSON: {body[:300]!r}"
+    data, problem = answer_json(name, status, body)
+    if data is None:
+        return problem
     rows, meta = len(data.get("data") or []), data.get("meta") or {}
     if name.startswith("holders") and meta.get("total") != activity_dataset.HOLDERS:
         return f"{name}: meta.total is {meta.get('total')}, expected {activity_dataset.HOLDERS:,}"
@@ -138,11 +135,7 @@ def _measure(ctx: Context, result: SectionResult, paths: dict[str, str]) -> dict
             loads = ctx.measure([server.url(p) for _, p in runs], warmup=warmup)
             for (label, path), load in zip(runs, loads, strict=True):
                 measured[label] = load
-                ctx.log(
-                    f"activity: {label}: {load.rps:,.0f} req/s, p50 {load.p50_ms:.2f} ms, "
-                    f"p99 {load.p99_ms:.2f} ms, {load.errors} errors, other CPU "
-                    f"{load.cpu.other_cores:.2f} cores ({time.monotonic() - started:.0f} s)"
-                )
+                ctx.log(f"activity: {label}: {load.summary()} ({time.monotonic() - started:.0f} s)")
                 result.check(f"{label} ({path})", load, server)
     return measured
 

@@ -35,14 +35,21 @@ def _deep_skip(ctx: Context) -> int:
     return min(DEEP_SKIP, max(0, ctx.args.deposits - 12))
 
 
+def answer_json(name: str, status: int, body: bytes) -> tuple[dict | None, str | None]:
+    """A 200's JSON object, or why the answer is not one."""
+    if status != 200:
+        return None, f"{name}: HTTP {status}: {body[:300]!r}"
+    try:
+        return json.loads(body), None
+    except ValueError:
+        return None, f"{name}: not JSON: {body[:300]!r}"
+
+
 def smoke(ctx: Context, name: str, status: int, body: bytes) -> str | None:
     """Why one answer is not what the endpoint should give for the data set, or None."""
-    if status != 200:
-        return f"{name}: HTTP {status}: {body[:300]!r}"
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return f"{name}: not JSON: {body[:300]!r}"
+    data, problem = answer_json(name, status, body)
+    if data is None:
+        return problem
     rows, expect = len(data.get("data") or []), ctx.dataset()
     if name.startswith("baseline") and "data" not in data:
         return f"{name}: unexpected body {body[:200]!r}"
@@ -113,11 +120,7 @@ def _measure(ctx: Context, result: SectionResult, paths: dict[str, str]) -> dict
                 loads = ctx.measure([server.url(path)], warmup=ctx.args.warmup)
             for (label, path), load in zip(runs, loads, strict=True):
                 measured[label] = load
-                ctx.log(
-                    f"api: {label}: {load.rps:,.0f} req/s, p50 {load.p50_ms:.2f} ms, "
-                    f"p99 {load.p99_ms:.2f} ms, {load.errors} errors, other CPU "
-                    f"{load.cpu.other_cores:.2f} cores ({time.monotonic() - started:.0f} s)"
-                )
+                ctx.log(f"api: {label}: {load.summary()} ({time.monotonic() - started:.0f} s)")
                 result.check(f"{label} ({path})", load, server)
         if ctx.args.explain:
             result.notes.extend(_explain(ctx))

@@ -18,7 +18,6 @@ The latencies measured are printed (`-s` shows them) and kept in LATENCIES.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,7 +26,6 @@ from typing import Any
 import pytest
 import requests
 from django.core.management import call_command
-from django.db import connection
 from web3 import Web3
 from web3.logs import DISCARD
 
@@ -36,6 +34,7 @@ from devchain.devnet import connect, deploy_devnet, make_deposits, write_manifes
 from latsite.follow import Follower
 from tests.chainreads import chain_deposits, hexstr
 from tests.conftest import Chain
+from tests.following import Running
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chain]
 
@@ -48,34 +47,6 @@ LATENCIES: dict[str, list[float]] = {}
 
 
 # --- the running pieces ----------------------------------------------------------------------
-
-
-class Running:
-    """A follower's `run` on a thread of its own, stopped on exit."""
-
-    def __init__(self, follower: Follower) -> None:
-        self.follower = follower
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.follower.run(self.stop)
-        except BaseException as exc:  # reported by the test, not lost on the thread
-            self.error = exc
-            raise
-        finally:
-            connection.close()  # this thread's connection
-
-    def __enter__(self) -> Follower:
-        self.thread.start()
-        return self.follower
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(60)
-        assert not self.thread.is_alive()
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> float:

@@ -20,7 +20,7 @@ from latsite import redisguard
 from latsite.api import documents
 from latsite.api.conditional import CACHE_CONTROL
 from tests import factories as f
-from tests.redisserver import RedisServer, cache_settings
+from tests.redisserver import cache_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -231,14 +231,6 @@ def test_the_schema_documents_conditional_get(api):
 
 
 # --- Redis stopped ------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def redis_server():
-    server = RedisServer()
-    server.start()
-    yield server
-    server.close()
 
 
 @pytest.fixture

@@ -3,47 +3,22 @@ second follower of the same chain waits on the lock."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-from django.db import connection
 
 from devchain.devnet import make_deposits
 from lats.models import Lat
 from latsite.follow import FOLLOW_LOCK, Follower
 from tests.chainreads import chain_deposits
+from tests.following import Running
 from tests.lockholder import Holder
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chain]
 
 WAD = 10**18
 CHAIN_ID = 31337
-
-
-class Running:
-    """A follower's `run` on a thread of its own, stopped on exit."""
-
-    def __init__(self, follower: Follower) -> None:
-        self.follower = follower
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.follower.run(self.stop)
-        finally:
-            connection.close()  # this thread's connection
-
-    def __enter__(self) -> Follower:
-        self.thread.start()
-        return self.follower
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(30)
-        assert not self.thread.is_alive()
 
 
 def wait_for(predicate, timeout: float) -> float:

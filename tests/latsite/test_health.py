@@ -21,7 +21,7 @@ from lats.sync_status import sync_status_failure
 from latsite import redisguard
 from tests import factories as f
 from tests.ports import closed_port
-from tests.redisserver import RedisServer, cache_settings
+from tests.redisserver import cache_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -29,14 +29,6 @@ A = f.address
 BOUND = 1.0  # seconds: /health answers within a second whatever is down
 REPO = Path(__file__).resolve().parents[2]
 OK_DEPENDENCY = {"status": "ok", "error": None}
-
-
-@pytest.fixture(scope="module")
-def redis_server():
-    server = RedisServer()
-    server.start()
-    yield server
-    server.close()
 
 
 @pytest.fixture(autouse=True)

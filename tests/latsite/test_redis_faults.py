@@ -31,14 +31,6 @@ BOUND = 1.5  # seconds any request may take during an outage on a loaded 2-core 
 DETAIL = f"/lat/{A(0x1001)}?withTvl=true&withCuratedMetadata=true&withRewards=true"
 
 
-@pytest.fixture(scope="module")
-def redis_server():
-    server = RedisServer()
-    server.start()
-    yield server
-    server.close()
-
-
 @pytest.fixture
 def own_redis(redis_server, settings):
     """The cache (and so the counters and documents) on this module's redis-server, healthy."""

@@ -21,7 +21,7 @@ from bench.dataset import manage
 from bench.load import LoadResult
 
 TITLE = "Direct Restaking: simulate-deposit latency and deposit-build throughput (anvil)"
-MAX_SIMULATE_P50_FACTOR = 1.5
+MAX_SIMULATE_P50_FACTOR = 1.3  # the live-data issue: simulate-deposit within 1.3x of the raw batch
 MIN_BUILD_RATIO = 0.50
 BENCH_DB = "lat_restaking_bench"
 SENDER_INDEX = 13  # a free anvil account (10 is deposit_many's)

@@ -34,6 +34,15 @@ def lat_get(*, address: str) -> Lat:
     return lat
 
 
+def lat_row(*, address: str) -> Lat:
+    """The LAT's own row, nothing related (one query): for the endpoints that only need its
+    id, chain and totals."""
+    lat = Lat.objects.filter(proxy_address=address).first()
+    if lat is None:
+        raise NotFound(f"No LAT at {address}.")
+    return lat
+
+
 # --- LAT records: the hot reads (endpoints 1 and 2), plain rows in two queries -------------
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from django.core.validators import RegexValidator
-from eth_utils import to_checksum_address
+from eth_hash.auto import keccak
 
 ADDRESS_PATTERN = r"^0x[a-fA-F0-9]{40}$"
 ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
@@ -29,4 +30,15 @@ def checksum(address: str) -> str:
     """EIP-55 form of a well-formed address; ValueError for anything else."""
     if not is_address(address):
         raise ValueError(f"not an address (0x + 40 hex digits): {address!r}")
-    return to_checksum_address(address)
+    return _eip55(address[2:].lower())
+
+
+@lru_cache(maxsize=1 << 16)
+def _eip55(hex40: str) -> str:
+    """EIP-55 of 40 lower-case hex digits: a letter is upper case where the Keccak-256 of the
+    digits has a nibble of 8 or more. One hash, without eth_utils' validation layers (pages
+    and backfills checksum thousands; the same addresses recur, hence the cache)."""
+    digest = keccak(hex40.encode()).hex()
+    return "0x" + "".join(
+        c.upper() if c > "9" and digest[i] > "7" else c for i, c in enumerate(hex40)
+    )

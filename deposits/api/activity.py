@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 from deposits import activity_selectors as selectors
 from deposits.api import activity_serializers as s
 from lats.chain.activity import ACTIVITY_EVENTS
-from lats.selectors import lat_get
+from lats.selectors import lat_row
 from latsite.api import cursors
 from latsite.api.conditional import ConditionalReadMixin
 from latsite.api.params import address_path_parameter, parse_address, parse_int
@@ -66,7 +66,7 @@ class HolderListView(ConditionalReadMixin, APIView):
         responses={200: s.HolderListSerializer, **error_responses(*READ_ERRORS)},
     )
     def get(self, request, address: str):
-        lat = lat_get(address=parse_address(address, field="address"))
+        lat = lat_row(address=parse_address(address, field="address"))
         skip = parse_int(request.query_params, "skip", default=0, minimum=0, maximum=MAX_SKIP)
         take = _parse_take(request.query_params)
         rows, total = selectors.holder_page(lat=lat, skip=skip, take=take)
@@ -136,7 +136,7 @@ class EventListView(ConditionalReadMixin, APIView):
         responses={200: s.EventListSerializer, **error_responses(*READ_ERRORS)},
     )
     def get(self, request, address: str):
-        lat = lat_get(address=parse_address(address, field="address"))
+        lat = lat_row(address=parse_address(address, field="address"))
         params = request.query_params
         types = _parse_types(params)
         bounds = {
@@ -183,7 +183,7 @@ class LatStatusView(APIView):
         responses={200: s.StatusResponseSerializer, **error_responses(*READ_ERRORS)},
     )
     def get(self, request, address: str):
-        lat = lat_get(address=parse_address(address, field="address"))
+        lat = lat_row(address=parse_address(address, field="address"))
         return Response({"data": selectors.lat_status(lat=lat)})
 
 

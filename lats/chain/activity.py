@@ -11,13 +11,12 @@ others go through eth_abi with the argument names of the ABI.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
-from eth_hash.auto import keccak
 from eth_utils import to_checksum_address
 
 from lats.chain.abi import Event, event
+from latsite.addresses import checksum
 
 ZERO_TOPIC_ADDRESS = "0x" + "0" * 40
 
@@ -99,16 +98,8 @@ def _transfer_kind(args: dict[str, Any]) -> str:
     return "transfer"
 
 
-@lru_cache(maxsize=1 << 16)
 def _topic_address(topic: str) -> str:
-    """An indexed address, EIP-55 checksummed: one Keccak of the lower-case hex, without
-    eth_utils' validation layers (a backfill checksums hundreds of thousands; the same
-    senders, receivers and assets recur, hence the cache too)."""
-    hex40 = topic[-40:].lower()
-    digest = keccak(hex40.encode()).hex()
-    return "0x" + "".join(
-        c.upper() if c > "9" and digest[i] > "7" else c for i, c in enumerate(hex40)
-    )
+    return checksum("0x" + topic[-40:])
 
 
 def _words(data: str, count: int) -> list[str]:

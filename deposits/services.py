@@ -17,7 +17,6 @@ from lats.chain.results import block_time
 from lats.indexing import Checkpoint, Range, Rewind, index_ranges, index_start
 from lats.models import Lat, SyncStatus
 from lats.sync_status import chain_head_seen, sync_status_recording, sync_status_success
-from latsite.api.documents import documents_changed
 from latsite.db import bulk_insert
 from latsite.locks import DEPOSIT_SEQUENCE_LOCK
 
@@ -197,6 +196,12 @@ class IndexSummary:
     new: int  # deposits
     removed: int  # deposits
     events: int = 0  # new events of every type
+    events_removed: int = 0
+
+    @property
+    def changed(self) -> bool:
+        """Whether the run wrote or removed anything the read endpoints serve."""
+        return bool(self.new or self.removed or self.events or self.events_removed)
 
 
 def _stored_blocks(lat: Lat):
@@ -219,19 +224,19 @@ def _checkpoint(lat: Lat) -> Checkpoint | None:
 
 
 @transaction.atomic
-def _rewind(lat: Lat, rewind: Rewind) -> int:
+def _rewind(lat: Lat, rewind: Rewind) -> tuple[int, int]:
     """Remove the deposits and events a reorg orphaned (taking their transfers back out of
-    the balances) and move the checkpoint back to the fork; returns how many deposits went."""
+    the balances) and move the checkpoint back to the fork; returns how many deposits and
+    events went."""
     removed = deposit_remove_from_block(lat=lat, block_number=rewind.fork + 1)
-    if activity_remove_from_block(lat=lat, block_number=rewind.fork + 1):
-        documents_changed()
+    events_removed = activity_remove_from_block(lat=lat, block_number=rewind.fork + 1)
     if rewind.checkpoint is None:
         DepositCheckpoint.objects.filter(lat=lat).delete()
     else:
         DepositCheckpoint.objects.filter(lat=lat).update(
             **rewind.checkpoint.fields(), block_time=None
         )
-    return removed
+    return removed, events_removed
 
 
 def _deposit(log: ActivityLog, timestamps: dict[int, int]) -> DepositEvent:
@@ -272,8 +277,6 @@ def _store_range(lat: Lat, read: Range) -> tuple[int, list[ActivityLog]]:
             "block_time": read.blocks[read.last].time,
         },
     )
-    if new_logs:
-        documents_changed()  # the validators of the read documents (ETags) move on
     return new, new_logs
 
 
@@ -301,7 +304,7 @@ def deposit_index(
             origin=lat.deployment_block,
             stored_blocks=_stored_blocks(lat),
         )
-        removed = _rewind(lat, start.rewind) if start.rewind else 0
+        removed, events_removed = _rewind(lat, start.rewind) if start.rewind else (0, 0)
         new, events, head = 0, 0, start.head
         contracts = {
             "proxy": lat.proxy_address,
@@ -333,4 +336,5 @@ def deposit_index(
         new=new,
         removed=removed,
         events=events,
+        events_removed=events_removed,
     )

@@ -63,7 +63,7 @@ def index_deposits(*, lat: Lat, progress: Callable[[int, int], None] | None = No
     except BaseException:
         documents_changed()
         raise
-    if summary.new or summary.removed or summary.events:
+    if summary.changed:
         documents_changed()
     return summary
 

@@ -15,13 +15,9 @@ process with Django on the section's database.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-
-from bench import REPO
 
 CONTRACT = Path(__file__).with_name("contracts") / "ActivityBatch.sol"
 POOL = 20_000  # holder addresses the deposits and transfers draw from
@@ -33,36 +29,10 @@ TX_GAS = 40_000_000
 
 
 def compile_helper() -> dict:
-    """ActivityBatch's ABI and bytecode (solcjs, as devchain/compile.py runs it)."""
-    source = {
-        "language": "Solidity",
-        "sources": {"ActivityBatch.sol": {"content": CONTRACT.read_text()}},
-        "settings": {
-            "evmVersion": "cancun",
-            "optimizer": {"enabled": True, "runs": 200},
-            "outputSelection": {"*": {"*": ["abi", "evm.bytecode.object"]}},
-        },
-    }
-    solcjs = REPO / "node_modules" / ".bin" / "solcjs"
-    with tempfile.TemporaryFile(mode="w+") as out:  # a file: solcjs may exit before a pipe drains
-        done = subprocess.run(
-            [str(solcjs), "--standard-json"],
-            input=json.dumps(source),
-            stdout=out,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-            timeout=120,
-            check=False,
-        )
-        out.seek(0)
-        text = out.read()
-    output = json.loads(text[text.find("{") :]) if "{" in text else {}
-    errors = [e for e in output.get("errors", []) if e.get("severity") == "error"]
-    if done.returncode != 0 or errors or "contracts" not in output:
-        raise RuntimeError(f"solcjs failed: {errors or done.stderr or text[:2000]}")
-    built = output["contracts"]["ActivityBatch.sol"]["ActivityBatch"]
-    return {"abi": built["abi"], "bytecode": "0x" + built["evm"]["bytecode"]["object"]}
+    """ActivityBatch's ABI and bytecode, compiled as devchain's contracts are."""
+    from devchain.compile import compile_files
+
+    return compile_files([CONTRACT])["ActivityBatch"]
 
 
 def generate(rpc_url: str, manifest: dict, events: int) -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 from django.db import connection
@@ -15,7 +14,7 @@ from django.db.models import Count
 from deposits.models import Deposit, DepositCheckpoint, Event, Holder, HolderTally
 from deposits.selectors import iso_instant
 from lats.models import ChainHead, Lat, SyncStatus
-from lats.values import WAD_DECIMAL, exchange_rate, unit_eth_price
+from lats.values import lat_balance_eth
 from latsite.addresses import checksum
 
 # The feed's types, in the order of extensions.md's table (mints and burns are not in it).
@@ -108,13 +107,6 @@ def event_page(
 
 
 # --- wallets ----------------------------------------------------------------------------------
-
-
-def lat_balance_eth(lat: Lat, balance: int) -> Decimal:
-    """A LAT balance (smallest unit) in ETH: to the unit of account at the stored
-    totalAssets / totalSupply, then through the unit's ETH price, as the TVL is."""
-    in_unit = Decimal(balance) * exchange_rate(lat.total_assets, lat.total_supply) / WAD_DECIMAL
-    return in_unit * unit_eth_price(lat) / WAD_DECIMAL / WAD_DECIMAL
 
 
 def wallet_positions(*, address: str) -> list[dict[str, Any]]:

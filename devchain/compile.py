@@ -43,14 +43,12 @@ def sources_hash() -> str:
     return digest.hexdigest()
 
 
-def _standard_input() -> dict[str, Any]:
+def _standard_input(paths: list[Path]) -> dict[str, Any]:
     # Source unit names stay "contracts/<file>" wherever the files live: they are part of the
     # bytecode's metadata hash.
     return {
         "language": "Solidity",
-        "sources": {
-            f"contracts/{path.name}": {"content": path.read_text()} for path in source_files()
-        },
+        "sources": {f"contracts/{path.name}": {"content": path.read_text()} for path in paths},
         "settings": {
             "evmVersion": EVM_VERSION,
             "optimizer": {"enabled": True, "runs": OPTIMIZER_RUNS},
@@ -90,7 +88,19 @@ def compile_contracts() -> dict[str, Any]:
 
     Raises CompileError with the formatted compiler errors. Warnings go to stderr.
     """
-    output = _run_solcjs(_standard_input())
+    return {
+        "compiler": _compiler_version(),
+        "evmVersion": EVM_VERSION,
+        "sourcesHash": sources_hash(),
+        "contracts": compile_files(source_files()),
+    }
+
+
+def compile_files(paths: list[Path]) -> dict[str, dict[str, Any]]:
+    """Compile Solidity files with the project's solcjs and settings: {contract name: {source,
+    abi, bytecode, deployedBytecode}} of every deployable contract. Raises CompileError with
+    the formatted compiler errors; warnings go to stderr."""
+    output = _run_solcjs(_standard_input(paths))
     messages = output.get("errors", [])
     errors = [m for m in messages if m.get("severity") == "error"]
     for warning in (m for m in messages if m.get("severity") != "error"):
@@ -112,12 +122,7 @@ def compile_contracts() -> dict[str, Any]:
                 "bytecode": "0x" + bytecode,
                 "deployedBytecode": "0x" + data["evm"]["deployedBytecode"]["object"],
             }
-    return {
-        "compiler": _compiler_version(),
-        "evmVersion": EVM_VERSION,
-        "sourcesHash": sources_hash(),
-        "contracts": contracts,
-    }
+    return contracts
 
 
 def _compiler_version() -> str:

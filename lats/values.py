@@ -72,3 +72,10 @@ def to_eth(lat: Valued, token: Priced, amount: Decimal) -> Decimal:
     """Token units -> ETH (whole), through pricePerUnit and the unit's ETH price."""
     in_unit = amount * Decimal(token.price_per_unit) / (Decimal(10) ** token.decimals) / WAD_DECIMAL
     return in_unit * unit_eth_price(lat) / WAD_DECIMAL
+
+
+def lat_balance_eth(lat: Valued, balance: int) -> Decimal:
+    """A LAT balance (smallest unit) in ETH (whole): to the unit of account at the stored
+    totalAssets / totalSupply, then through the unit's ETH price, as the TVL is."""
+    in_unit = Decimal(balance) * exchange_rate(lat.total_assets, lat.total_supply) / WAD_DECIMAL
+    return in_unit * unit_eth_price(lat) / WAD_DECIMAL / WAD_DECIMAL

@@ -13,14 +13,19 @@ from lats.chain.activity import ACTIVITY_EVENTS
 from lats.selectors import lat_row
 from latsite.api import cursors
 from latsite.api.conditional import ConditionalReadMixin
-from latsite.api.params import address_path_parameter, parse_address, parse_int
+from latsite.api.params import (
+    address_path_parameter,
+    parse_address,
+    parse_int,
+    parse_skip,
+    parse_take,
+    skip_parameter,
+    take_parameter,
+)
 from latsite.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
 from latsite.errors import InvalidInput
 
 TAG = "Activity"
-MAX_TAKE = 100
-DEFAULT_TAKE = 12
-MAX_SKIP = 10**18 - 1  # parse_int takes at most 18 digits
 MAX_BLOCK = 10**18 - 1
 EVENT_CURSOR_VERSION = "e1"
 _LAT_PATH = address_path_parameter("Proxy address of the LAT.")
@@ -33,15 +38,6 @@ def _int_parameter(name: str, minimum: int, maximum: int, description: str, **sc
         OpenApiParameter.QUERY,
         description=description,
     )
-
-
-_TAKE = _int_parameter(
-    "take", 1, MAX_TAKE, f"Records to return; an integer 1..{MAX_TAKE}.", default=DEFAULT_TAKE
-)
-
-
-def _parse_take(params) -> int:
-    return parse_int(params, "take", default=DEFAULT_TAKE, minimum=1, maximum=MAX_TAKE)
 
 
 class HolderListView(ConditionalReadMixin, APIView):
@@ -58,17 +54,14 @@ class HolderListView(ConditionalReadMixin, APIView):
         ),
         parameters=[
             _LAT_PATH,
-            _int_parameter(
-                "skip", 0, MAX_SKIP, f"Holders to skip; an integer 0..{MAX_SKIP}.", default=0
-            ),
-            _TAKE,
+            skip_parameter("Holders"),
+            take_parameter("Holders"),
         ],
         responses={200: s.HolderListSerializer, **error_responses(*READ_ERRORS)},
     )
     def get(self, request, address: str):
         lat = lat_row(address=parse_address(address, field="address"))
-        skip = parse_int(request.query_params, "skip", default=0, minimum=0, maximum=MAX_SKIP)
-        take = _parse_take(request.query_params)
+        skip, take = parse_skip(request.query_params), parse_take(request.query_params)
         rows, total = selectors.holder_page(lat=lat, skip=skip, take=take)
         return Response({"data": rows, "meta": {"total": total, "skip": skip, "take": take}})
 
@@ -125,7 +118,7 @@ class EventListView(ConditionalReadMixin, APIView):
             ),
             _int_parameter("fromBlock", 0, MAX_BLOCK, "Only events at or after this block."),
             _int_parameter("toBlock", 0, MAX_BLOCK, "Only events at or before this block."),
-            _TAKE,
+            take_parameter("Events"),
             OpenApiParameter(
                 "cursor",
                 cursors.cursor_parameter_schema(),
@@ -158,7 +151,7 @@ class EventListView(ConditionalReadMixin, APIView):
             types=types,
             from_block=low,
             to_block=high,
-            take=_parse_take(params),
+            take=parse_take(params),
             after=after,
         )
         next_cursor = (

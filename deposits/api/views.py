@@ -10,13 +10,16 @@ from deposits.api.serializers import DepositListSerializer
 from latsite.addresses import ADDRESS_PATTERN
 from latsite.api import cursors
 from latsite.api.conditional import ConditionalReadMixin
-from latsite.api.params import parse_address, parse_int
+from latsite.api.params import (
+    parse_address,
+    parse_skip,
+    parse_take,
+    skip_parameter,
+    take_parameter,
+)
 from latsite.api.schema import OPTIONAL_API_KEY, error_responses
 from latsite.errors import InvalidInput
 
-MAX_TAKE = 100
-DEFAULT_TAKE = 12
-MAX_SKIP = 10**18 - 1  # parse_int takes at most 18 digits
 CURSOR_VERSION = "d1"
 
 
@@ -57,18 +60,8 @@ class DepositListView(ConditionalReadMixin, APIView):
             "Filters combine with AND."
         ),
         parameters=[
-            OpenApiParameter(
-                "skip",
-                {"type": "integer", "minimum": 0, "maximum": MAX_SKIP, "default": 0},
-                OpenApiParameter.QUERY,
-                description=f"Deposits to skip; an integer 0..{MAX_SKIP} (at most 18 digits).",
-            ),
-            OpenApiParameter(
-                "take",
-                {"type": "integer", "minimum": 1, "maximum": MAX_TAKE, "default": DEFAULT_TAKE},
-                OpenApiParameter.QUERY,
-                description=f"Deposits to return; an integer 1..{MAX_TAKE}.",
-            ),
+            skip_parameter("Deposits"),
+            take_parameter("Deposits"),
             OpenApiParameter(
                 "cursor",
                 cursors.cursor_parameter_schema(),
@@ -87,8 +80,7 @@ class DepositListView(ConditionalReadMixin, APIView):
     )
     def get(self, request):
         params = request.query_params
-        skip = parse_int(params, "skip", default=0, minimum=0, maximum=MAX_SKIP)
-        take = parse_int(params, "take", default=DEFAULT_TAKE, minimum=1, maximum=MAX_TAKE)
+        skip, take = parse_skip(params), parse_take(params)
         filters = {
             name: parse_address(params[name], field=name)
             for name in selectors.FILTERS

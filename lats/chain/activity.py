@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from eth_utils import to_checksum_address
-
 from lats.chain.abi import Event, event
 from latsite.addresses import checksum
 
@@ -140,7 +138,7 @@ def _json_value(name: str, kind: str, value: Any) -> Any:
     if kind.endswith("[]"):
         return [_json_value(name, kind[:-2], v) for v in value]
     if kind == "address":
-        return to_checksum_address(value)
+        return checksum(value)
     if kind.startswith(("uint", "int")):
         return int(value) if name in NUMBER_ARGS else str(int(value))
     if kind == "bool":

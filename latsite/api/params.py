@@ -118,3 +118,35 @@ def toggle_parameter(name: str, description: str) -> OpenApiParameter:
         enum=["true", "false"],
         default="false",
     )
+
+
+# Paging of the listings (extensions.md: take 1..100, default 12).
+MAX_TAKE = 100
+DEFAULT_TAKE = 12
+MAX_SKIP = 10**18 - 1  # parse_int takes at most 18 digits
+
+
+def parse_skip(params) -> int:
+    return parse_int(params, "skip", default=0, minimum=0, maximum=MAX_SKIP)
+
+
+def parse_take(params) -> int:
+    return parse_int(params, "take", default=DEFAULT_TAKE, minimum=1, maximum=MAX_TAKE)
+
+
+def skip_parameter(noun: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        "skip",
+        {"type": "integer", "minimum": 0, "maximum": MAX_SKIP, "default": 0},
+        OpenApiParameter.QUERY,
+        description=f"{noun} to skip; an integer 0..{MAX_SKIP} (at most 18 digits).",
+    )
+
+
+def take_parameter(noun: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        "take",
+        {"type": "integer", "minimum": 1, "maximum": MAX_TAKE, "default": DEFAULT_TAKE},
+        OpenApiParameter.QUERY,
+        description=f"{noun} to return; an integer 1..{MAX_TAKE}.",
+    )

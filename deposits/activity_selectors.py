@@ -9,9 +9,8 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count
 
-from deposits.models import Deposit, DepositCheckpoint, Event, Holder, HolderTally
+from deposits.models import DepositCheckpoint, DepositCount, Event, Holder, HolderTally
 from deposits.selectors import iso_instant
 from lats.models import ChainHead, Lat, SyncStatus
 from lats.values import lat_balance_eth
@@ -118,10 +117,9 @@ def wallet_positions(*, address: str) -> list[dict[str, Any]]:
         )
     )
     deposits = dict(
-        Deposit.objects.filter(receiver=address)
-        .values("lat_id")
-        .annotate(n=Count("id"))
-        .values_list("lat_id", "n")
+        DepositCount.objects.filter(
+            field=DepositCount.Field.RECEIVER, address=address, n__gt=0
+        ).values_list("lat_id", "n")
     )
     lats = Lat.objects.filter(id__in=balances.keys() | deposits.keys())
     positions = []

@@ -8,9 +8,10 @@ from functools import cached_property
 
 from django.contrib import admin
 from django.core.paginator import Paginator
-from django.db.models import Max, Q, QuerySet
+from django.db.models import Q, QuerySet
 
 from deposits.models import Deposit, DepositCheckpoint, Event, Holder, HolderTally
+from deposits.selectors import deposit_key_at, deposit_total
 from lats.admin import ReadOnlyAdminMixin, model_field_names
 from lats.models import Lat
 from latsite.addresses import checksum, is_address
@@ -31,44 +32,47 @@ class CappedPaginator(Paginator):
 
 
 class DepositPaginator(CappedPaginator):
-    """Counts deposits without COUNT(*) over the table.
+    """Counts and pages the unfiltered deposit list without COUNT(*) or OFFSET over the table.
 
-    `seq` numbers all deposits densely 1..N in listing order (see Deposit), so the unfiltered
-    count is max(seq), one index probe, and an unfiltered page ordered by seq is a seq range
-    rather than an OFFSET that walks every row before it. A filtered or searched list is
-    counted as CappedPaginator counts. Django's Paginator cannot do either, hence this class.
+    Unfiltered and in the listing's own order, the count is the sum of the LATs' counts and a
+    page starts at the key deposits/selectors.py finds from the per-span counts (the API's
+    deep pages do the same). A filtered or searched list is counted as CappedPaginator counts.
+    Django's Paginator can do neither, hence this class.
     """
 
     object_list: QuerySet[Deposit]  # the admin's changelist queryset
 
-    def _ordering(self) -> str | None:
-        """ "-seq" or "seq" when the list is unfiltered and ordered by seq alone; else None."""
+    def _unfiltered(self) -> bool:
         query = self.object_list.query
         if query.where or query.distinct or query.is_sliced:
-            return None
-        order = tuple(query.order_by) or tuple(Deposit._meta.ordering or ())
-        return str(order[0]) if order in (("-seq",), ("seq",)) else None
+            return False
+        listing = tuple(Deposit._meta.ordering or ())
+        order = tuple(query.order_by) or listing
+        # The changelist appends the primary key for a total order; the listing key is one.
+        return order in (listing, (*listing, "-pk"))
 
     @cached_property
     def count(self) -> int:
-        if self._ordering() is not None:
-            return Deposit.objects.aggregate(top=Max("seq"))["top"] or 0
-        return super().count
+        return deposit_total() if self._unfiltered() else super().count
 
     def page(self, number):
-        ordering = self._ordering()
-        if ordering is None:
+        if not self._unfiltered():
             return super().page(number)
         number = self.validate_number(number)
         bottom = (number - 1) * self.per_page
         top = min(bottom + self.per_page, self.count)
         if top + self.orphans >= self.count:
             top = self.count
-        if ordering == "-seq":  # rows bottom..top of the list hold seq count-top+1 .. count-bottom
-            rows = self.object_list.filter(seq__gt=self.count - top, seq__lte=self.count - bottom)
-        else:
-            rows = self.object_list.filter(seq__gt=bottom, seq__lte=top)
-        return self._get_page(rows, number, self)
+        key = deposit_key_at(bottom)
+        if key is None:
+            return self._get_page(self.object_list.none(), number, self)
+        b, log, chain = key.block_number, key.log_index, key.chain_id
+        rows = self.object_list.filter(
+            Q(block_number__lt=b)
+            | Q(block_number=b, log_index__lt=log)
+            | Q(block_number=b, log_index=log, chain_id__lte=chain)
+        )
+        return self._get_page(rows[: top - bottom], number, self)
 
 
 class LargeTableAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
@@ -94,7 +98,6 @@ class LargeTableAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 @admin.register(Deposit)
 class DepositAdmin(LargeTableAdmin):
     list_display = (
-        "seq",
         "lat",
         "block_number",
         "tx_hash",
@@ -106,9 +109,9 @@ class DepositAdmin(LargeTableAdmin):
         "shares",
         "created_at",
     )
-    list_display_links = ("seq", "tx_hash")
+    list_display_links = ("tx_hash",)
     list_filter = ("lat",)
-    sortable_by = ("seq",)
+    sortable_by = ()  # the listing's own order only: the one the paginator serves cheaply
     paginator = DepositPaginator
     search_fields = ("tx_hash", "sender")  # see search: exact, index-friendly
     search_help_text = "A transaction hash (0x + 64 hex digits) or a sender address."

@@ -11,9 +11,10 @@ from lats.models import AddressField, Lat, UintField
 class Deposit(models.Model):
     """One AssetDeposited (or legacy Deposit) event.
 
-    `seq` is a dense rank (1..N) of all deposits in listing order, oldest first: block number,
-    then log index, then chain id. The indexer keeps it dense at insert and on reorg, so the
-    unfiltered listing pages by `seq` ranges and reads its total from the largest `seq`.
+    The listing's order is the natural key, newest first: block number, then log index, then
+    chain id. Rows are never renumbered: a backfill of old history or another chain only adds
+    rows, and counts them in `DepositCount` and `DepositSpan`, which give the listing its
+    totals and its deep pages without a COUNT or an OFFSET over the table.
     """
 
     class Kind(models.TextChoices):
@@ -22,7 +23,6 @@ class Deposit(models.Model):
 
     lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="deposits")
     chain_id = models.PositiveBigIntegerField()
-    seq = models.PositiveBigIntegerField(unique=True)
     tx_hash = models.CharField(max_length=66)
     log_index = models.PositiveIntegerField()
     block_number = models.PositiveBigIntegerField()
@@ -36,29 +36,83 @@ class Deposit(models.Model):
     shares = UintField()
 
     class Meta:
-        ordering = ("-seq",)
+        ordering = ("-block_number", "-log_index", "-chain_id")
         constraints = [
             models.UniqueConstraint(
                 fields=("chain_id", "tx_hash", "log_index"), name="deposit_tx_log_uniq"
             ),
         ]
+        # Every listing walks one of these backwards from a key (keyset paging): the filter's
+        # column, then the listing key.
         indexes = [
-            models.Index(fields=("lat", "-block_number", "-log_index"), name="deposit_lat_idx"),
-            models.Index(
-                fields=("sender", "-block_number", "-log_index"), name="deposit_sender_idx"
-            ),
-            models.Index(
-                fields=("receiver", "-block_number", "-log_index"), name="deposit_receiver_idx"
-            ),
-            models.Index(fields=("asset", "-block_number", "-log_index"), name="deposit_asset_idx"),
-            models.Index(fields=("lat", "block_number"), name="deposit_lat_block_idx"),
-            # The listing key: renumbering `seq` finds its place by it.
             models.Index(fields=("block_number", "log_index", "chain_id"), name="deposit_key_idx"),
+            models.Index(
+                fields=("lat", "block_number", "log_index", "chain_id"), name="deposit_lat_key_idx"
+            ),
+            models.Index(
+                fields=("sender", "block_number", "log_index", "chain_id"),
+                name="deposit_sender_key_idx",
+            ),
+            models.Index(
+                fields=("receiver", "block_number", "log_index", "chain_id"),
+                name="deposit_receiver_key_idx",
+            ),
+            models.Index(
+                fields=("asset", "block_number", "log_index", "chain_id"),
+                name="deposit_asset_key_idx",
+            ),
             models.Index(fields=("tx_hash",), name="deposit_tx_idx"),
         ]
 
     def __str__(self) -> str:
         return f"{self.tx_hash}:{self.log_index}"
+
+
+class DepositCount(models.Model):
+    """How many deposits of a LAT the listing has for one filter: every deposit of the LAT
+    (`field` and `address` empty), or those of one sender, receiver or asset. Kept by the
+    indexer in the transaction that adds or removes the deposits; `meta.total` sums a few rows
+    (one per LAT) instead of counting deposits."""
+
+    class Field(models.TextChoices):
+        ALL = "", "every deposit"
+        SENDER = "sender"
+        RECEIVER = "receiver"
+        ASSET = "asset"
+
+    lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="deposit_counts")
+    field = models.CharField(max_length=8, choices=Field.choices, blank=True)
+    address = models.CharField(max_length=42, blank=True, help_text="Checksummed, or empty.")
+    n = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=("field", "address", "lat"), name="deposit_count_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lat_id} {self.field or 'all'} {self.address}: {self.n}"
+
+
+class DepositSpan(models.Model):
+    """How many deposits of a LAT lie in one span of SPAN_BLOCKS block numbers (span =
+    block_number // SPAN_BLOCKS). A page at any `skip` finds its span from the running sum of
+    these counts, newest span first, then walks at most one span's deposits of the listing's
+    index (deposits/selectors.py)."""
+
+    SPAN_BLOCKS = 4096
+
+    lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="deposit_spans")
+    span = models.PositiveBigIntegerField()
+    n = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=("span", "lat"), name="deposit_span_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lat_id} span {self.span}: {self.n}"
 
 
 class DepositCheckpoint(models.Model):

@@ -12,43 +12,39 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection
-from django.db.models import Max, Q
 from django.utils.dateparse import parse_datetime
 
-from deposits.models import Deposit
+from deposits.models import Deposit, DepositCount, DepositSpan
 from lats.models import Lat
 
 FILTERS = {
-    "liquidTokenAddress": "lat_id__in",
-    "sender": "sender",
-    "receiver": "receiver",
-    "asset": "asset",
+    "liquidTokenAddress": "lat",
+    "sender": DepositCount.Field.SENDER,
+    "receiver": DepositCount.Field.RECEIVER,
+    "asset": DepositCount.Field.ASSET,
 }
-_COLUMNS = (
-    "sender",
-    "receiver",
-    "asset",
-    "lat__proxy_address",
-    "amount",
-    "shares",
-    "block_number",
-    "created_at",
-    "tx_hash",
-    "log_index",
-    "chain_id",
-)
+_ADDRESS_FILTERS = ("sender", "receiver", "asset")
 _TABLE = Deposit._meta.db_table
 _LAT_TABLE = Lat._meta.db_table
-# One statement for the unfiltered page: the total (the largest dense rank) and the page,
-# a range of ranks, both from the unique index on seq.
-_PAGE_SQL = f"""
-WITH top AS (SELECT MAX(seq) AS n FROM {_TABLE})
-SELECT top.n, d.sender, d.receiver, d.asset, l.proxy_address, d.amount, d.shares,
+_SPAN_TABLE = DepositSpan._meta.db_table
+_KEY = "(d.block_number, d.log_index, d.chain_id)"
+_NEWEST_FIRST = "ORDER BY d.block_number DESC, d.log_index DESC, d.chain_id DESC"
+_SELECT = f"""
+SELECT d.sender, d.receiver, d.asset, l.proxy_address, d.amount, d.shares,
        d.block_number, d.created_at, d.tx_hash, d.log_index, d.chain_id
-FROM top
-LEFT JOIN {_TABLE} d ON d.seq <= top.n - %s AND d.seq > top.n - %s - %s
-LEFT JOIN {_LAT_TABLE} l ON l.id = d.lat_id
-ORDER BY d.seq DESC
+FROM {_TABLE} d JOIN {_LAT_TABLE} l ON l.id = d.lat_id
+"""
+# Below this `skip` a page is read by walking the listing's index from the top; deeper, the
+# walk starts at the span that holds the page (DepositSpan).
+SHALLOW_SKIP = 1000
+# The span where the running count of deposits, newest span first, passes `skip`, and how
+# many deposits the newer spans hold.
+_SPAN_AT = f"""
+SELECT span, upto - n FROM (
+    SELECT span, n, SUM(n) OVER (ORDER BY span DESC) AS upto
+    FROM (SELECT span, SUM(n) AS n FROM {_SPAN_TABLE} s {{where}} GROUP BY span) AS per_span
+) AS running
+WHERE upto > %s ORDER BY span DESC LIMIT 1
 """
 
 
@@ -94,6 +90,38 @@ def _record(
     }
 
 
+@dataclass(frozen=True)
+class _Filter:
+    """The listing's filters as SQL: the LATs (None: any) and the address columns."""
+
+    lat_ids: list[int] | None
+    columns: dict[str, str]
+
+    def where(self, alias: str) -> tuple[list[str], list[Any]]:
+        clauses, params = [], []
+        if self.lat_ids is not None:
+            clauses.append(f"{alias}.lat_id IN ({', '.join(['%s'] * len(self.lat_ids))})")
+            params += self.lat_ids
+        for column, value in self.columns.items():
+            clauses.append(f"{alias}.{column} = %s")
+            params.append(value)
+        return clauses, params
+
+
+def _filter(filters: dict[str, str]) -> _Filter:
+    lat_ids = None
+    if "liquidTokenAddress" in filters:
+        # Resolved first, so that the filter uses the (lat, key) index alone. One proxy address
+        # may name LATs on several chains.
+        lat_ids = list(
+            Lat.objects.filter(proxy_address=filters["liquidTokenAddress"]).values_list(
+                "id", flat=True
+            )
+        )
+    columns = {FILTERS[name]: value for name, value in filters.items() if name in _ADDRESS_FILTERS}
+    return _Filter(lat_ids=lat_ids, columns=columns)
+
+
 def deposit_page(
     *, skip: int, take: int, filters: dict[str, str], after: DepositKey | None = None
 ) -> DepositPage:
@@ -101,31 +129,65 @@ def deposit_page(
     with `after`, the `take` records that follow that key (keyset paging: what was inserted
     at the head meanwhile does not move the page).
 
-    Unfiltered, the page is a range of the dense `seq` rank and the total is the largest rank:
-    one statement, two index lookups, whatever the depth. Filtered, the filter's own index
-    serves both the count and the page; the keyset page walks the listing key's index.
+    Every page walks one index backwards from a key: the top, the cursor's key, or (for a
+    deep `skip` without an address filter) the key found from the per-span counts. Only a
+    `skip` with a sender, receiver or asset filter walks `skip` rows of that filter's index:
+    the cursor is the way deep into those. `meta.total` is read from DepositCount, except for
+    two or more of sender, receiver and asset together, which are counted.
     """
-    if not filters and after is None:
-        with connection.cursor() as cursor:
-            cursor.execute(_PAGE_SQL, [skip, skip, take + 1])
-            found = cursor.fetchall()
-        total = (found[0][0] or 0) if found else 0
-        return _page([row[1:] for row in found if row[1] is not None], take, total)
-    queryset = Deposit.objects.filter(**_lookups(filters))
-    total = queryset.count() if filters else _total()
+    where = _filter(filters)
+    if where.lat_ids == []:
+        return DepositPage(rows=[], total=0, next=None)
+    total = _total(where)
     if after is not None:
-        queryset = queryset.filter(
-            Q(block_number__lt=after.block_number)
-            | Q(block_number=after.block_number, log_index__lt=after.log_index)
-            | Q(
-                block_number=after.block_number,
-                log_index=after.log_index,
-                chain_id__lt=after.chain_id,
-            )
+        rows = _rows(where, limit=take + 1, below=after)
+    elif skip >= SHALLOW_SKIP and not where.columns:
+        start = deposit_key_at(skip, lat_ids=where.lat_ids)
+        rows = [] if start is None else _rows(where, limit=take + 1, below=start, inclusive=True)
+    else:
+        rows = _rows(where, limit=take + 1, offset=skip)
+    return _page(rows, take, total)
+
+
+def _rows(
+    where: _Filter,
+    *,
+    limit: int,
+    offset: int = 0,
+    below: DepositKey | None = None,
+    inclusive: bool = False,
+) -> list[tuple]:
+    """`limit` rows newest first, after `offset` rows, from the key `below` down (itself
+    included or not) or from the top."""
+    clauses, params = where.where("d")
+    if below is not None:
+        clauses.append(f"{_KEY} {'<=' if inclusive else '<'} (%s, %s, %s)")
+        params += [below.block_number, below.log_index, below.chain_id]
+    sql = _SELECT + (f"WHERE {' AND '.join(clauses)} " if clauses else "") + _NEWEST_FIRST
+    with connection.cursor() as cursor:
+        cursor.execute(sql + " LIMIT %s OFFSET %s", [*params, limit, offset])
+        return cursor.fetchall()
+
+
+def deposit_key_at(position: int, *, lat_ids: list[int] | None = None) -> DepositKey | None:
+    """The key of the deposit `position` places from the newest (0 is the newest), of every
+    LAT or of `lat_ids`; None beyond the last. Two index walks: the LATs' span counts down to
+    the span that holds it, then the listing's index within that span."""
+    where = "" if lat_ids is None else f"WHERE s.lat_id IN ({', '.join(['%s'] * len(lat_ids))})"
+    with connection.cursor() as cursor:
+        cursor.execute(_SPAN_AT.format(where=where), [*(lat_ids or []), position])
+        found = cursor.fetchone()
+        if found is None:
+            return None
+        span, newer = found
+        lats = "" if lat_ids is None else f"AND d.lat_id IN ({', '.join(['%s'] * len(lat_ids))}) "
+        cursor.execute(
+            f"SELECT d.block_number, d.log_index, d.chain_id FROM {_TABLE} d "
+            f"WHERE d.block_number < %s {lats}{_NEWEST_FIRST} LIMIT 1 OFFSET %s",
+            [(span + 1) * DepositSpan.SPAN_BLOCKS, *(lat_ids or []), position - newer],
         )
-        skip = 0
-    ordered = queryset.order_by("-block_number", "-log_index", "-chain_id")
-    return _page(list(ordered.values_list(*_COLUMNS)[skip : skip + take + 1]), take, total)
+        key = cursor.fetchone()
+    return DepositKey(*key) if key else None
 
 
 def _page(rows: list, take: int, total: int) -> DepositPage:
@@ -137,16 +199,20 @@ def _page(rows: list, take: int, total: int) -> DepositPage:
     return DepositPage(rows=[_record(*row) for row in rows], total=total, next=key)
 
 
-def _total() -> int:
-    """Every deposit: the largest dense rank (one index lookup)."""
-    return Deposit.objects.aggregate(n=Max("seq"))["n"] or 0
+def _total(where: _Filter) -> int:
+    """How many deposits match: the LATs' counts for no or one address filter, else a count."""
+    if len(where.columns) > 1:
+        clauses, params = where.where("d")
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT COUNT(*) FROM {_TABLE} d WHERE {' AND '.join(clauses)}", params)
+            return cursor.fetchone()[0]
+    field, address = next(iter(where.columns.items()), ("", ""))
+    counts = DepositCount.objects.filter(field=field, address=address)
+    if where.lat_ids is not None:
+        counts = counts.filter(lat_id__in=where.lat_ids)
+    return sum(counts.values_list("n", flat=True))
 
 
-def _lookups(filters: dict[str, str]) -> dict[str, Any]:
-    lookups: dict[str, Any] = {FILTERS[name]: value for name, value in filters.items()}
-    if "lat_id__in" in lookups:
-        # Resolve the LAT first so that the filter uses the (lat, block, log) index alone.
-        lookups["lat_id__in"] = list(
-            Lat.objects.filter(proxy_address=lookups["lat_id__in"]).values_list("id", flat=True)
-        )
-    return lookups
+def deposit_total() -> int:
+    """Every deposit of every LAT."""
+    return _total(_Filter(lat_ids=None, columns={}))

@@ -1,29 +1,27 @@
-"""Writes of deposits: idempotent inserts and reorg removals that keep `seq` dense and ordered."""
+"""Writes of deposits: idempotent inserts and reorg removals, with the counts that give the
+listing its totals and deep pages (DepositCount, DepositSpan) kept in the same transaction."""
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from deposits.activity import activity_record, activity_remove_from_block
-from deposits.models import Deposit, DepositCheckpoint, Event
+from deposits.models import Deposit, DepositCheckpoint, DepositCount, DepositSpan, Event
 from lats.chain.activity import ActivityLog
 from lats.chain.gateway import Gateway, gateway_for
 from lats.chain.results import block_time
 from lats.indexing import Checkpoint, Range, Rewind, index_ranges, index_start
 from lats.models import Lat, SyncStatus
 from lats.sync_status import chain_head_seen, sync_status_recording, sync_status_success
-from latsite.db import bulk_insert
-from latsite.locks import DEPOSIT_SEQUENCE_LOCK
+from latsite.db import add_counts, bulk_insert
 
 logger = logging.getLogger(__name__)
-
-# Seq values are moved above this while they are renumbered (the unique index forbids swaps).
-_SHIFT = 10**15
 
 
 @dataclass(frozen=True)
@@ -45,55 +43,9 @@ class DepositEvent:
         return (self.block_number, self.log_index)
 
 
-def _lock_sequence() -> None:
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [DEPOSIT_SEQUENCE_LOCK])
-
-
-_KEY = "(block_number, log_index, chain_id)"
-
-
-def _renumber_from(block_number: int, log_index: int, chain_id: int) -> None:
-    """Give every row at or after the key its dense rank again.
-
-    Rows before the key keep their ranks 1..n, so n is the rank of the row just before it
-    (an index lookup, not a count); the rows from the key on are moved out of the way, then
-    ranked n+1, n+2, … in key order.
-    """
-    table = Deposit._meta.db_table
-    key = [block_number, log_index, chain_id]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT seq FROM {table} WHERE {_KEY} < (%s, %s, %s) "
-            "ORDER BY block_number DESC, log_index DESC, chain_id DESC LIMIT 1",
-            key,
-        )
-        row = cursor.fetchone()
-        before = row[0] if row else 0
-        cursor.execute(
-            f"UPDATE {table} SET seq = seq + %s WHERE {_KEY} >= (%s, %s, %s)",
-            [_SHIFT, *key],
-        )
-        cursor.execute(
-            f"""
-            UPDATE {table} SET seq = ranked.rank
-            FROM (
-                SELECT id, %s + ROW_NUMBER() OVER (
-                    ORDER BY block_number, log_index, chain_id
-                ) AS rank
-                FROM {table} WHERE {_KEY} >= (%s, %s, %s)
-            ) AS ranked
-            WHERE {table}.id = ranked.id
-            """,
-            [before, *key],
-        )
-
-
 _COPY_COLUMNS = (
     "lat_id",
     "chain_id",
-    "seq",
     "tx_hash",
     "log_index",
     "block_number",
@@ -108,13 +60,12 @@ _COPY_COLUMNS = (
 )
 
 
-def _insert(*, lat: Lat, events: list[DepositEvent], first_seq: int) -> None:
+def _insert(*, lat: Lat, events: list[DepositEvent]) -> None:
     """Insert new deposits at once (COPY on PostgreSQL)."""
     rows = (
         (
             lat.id,
             lat.chain_id,
-            first_seq + offset,
             e.tx_hash,
             e.log_index,
             e.block_number,
@@ -127,9 +78,24 @@ def _insert(*, lat: Lat, events: list[DepositEvent], first_seq: int) -> None:
             e.amount,
             e.shares,
         )
-        for offset, e in enumerate(events)
+        for e in events
     )
     bulk_insert(Deposit, _COPY_COLUMNS, rows)
+
+
+def _count(lat: Lat, deposits: Iterable[tuple[str, str, str, int]], sign: int) -> None:
+    """Add (sign 1) or take away (-1) deposits given as (sender, receiver, asset, block number)
+    to the LAT's counts per filter and per span."""
+    counts: Counter[tuple[int, str, str]] = Counter()
+    spans: Counter[tuple[int, int]] = Counter()
+    for sender, receiver, asset, block_number in deposits:
+        counts[lat.id, DepositCount.Field.ALL, ""] += sign
+        counts[lat.id, DepositCount.Field.SENDER, sender] += sign
+        counts[lat.id, DepositCount.Field.RECEIVER, receiver] += sign
+        counts[lat.id, DepositCount.Field.ASSET, asset] += sign
+        spans[lat.id, block_number // DepositSpan.SPAN_BLOCKS] += sign
+    add_counts(DepositCount, ("lat_id", "field", "address"), counts)
+    add_counts(DepositSpan, ("lat_id", "span"), spans)
 
 
 @transaction.atomic
@@ -138,7 +104,6 @@ def deposit_record_events(*, lat: Lat, events: Iterable[DepositEvent]) -> int:
     events = sorted(events, key=lambda e: e.key)
     if not events:
         return 0
-    _lock_sequence()
     existing = set(
         Deposit.objects.filter(
             lat=lat,
@@ -149,39 +114,17 @@ def deposit_record_events(*, lat: Lat, events: Iterable[DepositEvent]) -> int:
     new = [e for e in events if (e.tx_hash, e.log_index) not in existing]
     if not new:
         return 0
-    first = new[0]
-    # The newest stored deposit (seq follows the key): the top rank and where new rows go.
-    newest = (
-        Deposit.objects.order_by("-seq")
-        .values_list("seq", "block_number", "log_index", "chain_id")
-        .first()
-    )
-    top = newest[0] if newest else 0
-    out_of_order = newest is not None and newest[1:] > (
-        first.block_number,
-        first.log_index,
-        lat.chain_id,
-    )
-    _insert(lat=lat, events=new, first_seq=(top + _SHIFT if out_of_order else top) + 1)
-    if out_of_order:
-        _renumber_from(first.block_number, first.log_index, lat.chain_id)
+    _insert(lat=lat, events=new)
+    _count(lat, ((e.sender, e.receiver, e.asset, e.block_number) for e in new), 1)
     return len(new)
 
 
 @transaction.atomic
 def deposit_remove_from_block(*, lat: Lat, block_number: int) -> int:
     """Remove the LAT's deposits at or after a block (orphaned by a reorg); returns how many."""
-    _lock_sequence()
     doomed = Deposit.objects.filter(lat=lat, block_number__gte=block_number)
-    first = (
-        doomed.order_by("block_number", "log_index")
-        .values_list("block_number", "log_index")
-        .first()
-    )
-    if first is None:
-        return 0
+    _count(lat, doomed.values_list("sender", "receiver", "asset", "block_number"), -1)
     removed, _ = doomed.delete()
-    _renumber_from(first[0], first[1], lat.chain_id)
     return removed
 
 

@@ -76,3 +76,54 @@ def _copy_text(value: Any) -> str:
     if isinstance(value, bool):
         return "t" if value else "f"
     return str(value)
+
+
+def add_counts(
+    model: type[models.Model], key_columns: Sequence[str], deltas: dict[tuple, int]
+) -> None:
+    """Add each delta to the `n` column of the row with that key (columns `key_columns`):
+    positive ones inserting missing rows, negative ones to rows that exist (a CHECK on `n`
+    holds for an insert's proposed row before its conflict is seen). Rows are locked in key
+    order, so that two writers of overlapping keys wait for each other, never deadlock."""
+    items = sorted((key, n) for key, n in deltas.items() if n)
+    if connection.vendor == "postgresql":
+        _add_counts_postgresql(model, key_columns, items)
+        return
+    table, columns = model._meta.db_table, ", ".join(key_columns)
+    row = "(" + ", ".join(["%s"] * (len(key_columns) + 1)) + ")"
+    match = " AND ".join(f"{c} = %s" for c in key_columns)
+    added = [(key, n) for key, n in items if n > 0]
+    with connection.cursor() as cursor:
+        for i in range(0, len(added), 500):
+            chunk = added[i : i + 500]
+            cursor.execute(
+                f"INSERT INTO {table} ({columns}, n) VALUES {', '.join([row] * len(chunk))} "
+                f"ON CONFLICT ({columns}) DO UPDATE SET n = n + excluded.n",
+                [value for key, n in chunk for value in (*key, n)],
+            )
+        cursor.executemany(
+            f"UPDATE {table} SET n = n + %s WHERE {match}",
+            [(n, *key) for key, n in items if n < 0],
+        )
+
+
+def _add_counts_postgresql(
+    model: type[models.Model], key_columns: Sequence[str], items: list[tuple[tuple, int]]
+) -> None:
+    table, columns = model._meta.db_table, ", ".join(key_columns)
+    by_column = {f.column: f for f in model._meta.concrete_fields}
+    types = [by_column[c].db_type(connection) for c in (*key_columns, "n")]
+    arrays = ", ".join(f"%s::{t}[]" for t in types)
+    names = ", ".join((*key_columns, "n"))
+    match = " AND ".join(f"t.{c} = u.{c}" for c in key_columns)
+    statements = (
+        f"INSERT INTO {table} AS t ({columns}, n) SELECT * FROM unnest({arrays}) "
+        f"ON CONFLICT ({columns}) DO UPDATE SET n = t.n + EXCLUDED.n",
+        f"UPDATE {table} AS t SET n = t.n + u.n FROM unnest({arrays}) AS u({names}) WHERE {match}",
+    )
+    parts = ([i for i in items if i[1] > 0], [i for i in items if i[1] < 0])
+    with connection.cursor() as cursor:
+        for statement, part in zip(statements, parts, strict=True):
+            if part:
+                rows = zip(*((*key, n) for key, n in part), strict=True)
+                cursor.execute(statement, [list(column) for column in rows])

@@ -33,10 +33,8 @@ logger = logging.getLogger(__name__)
 
 # The project's locks, in one place:
 # - each refresh step of each LAT: `advisory_lock(step.job, lat_id)` (latsite/jobs.py), keyed by
-#   the step's task name (latsite/refresh.py);
-# - the deposit sequence: one transaction-level advisory lock with this fixed key, taken by every
-#   write of deposits (deposits/services.py).
-DEPOSIT_SEQUENCE_LOCK = 0x1A7_0001
+#   the step's task name (latsite/refresh.py). The deposits' writes need no lock of their own:
+#   each LAT's are made under its indexing step's, and touch only that LAT's rows and counts.
 
 
 def lock_key(name: str, *ids: object) -> int:

@@ -7,7 +7,6 @@ import datetime as dt
 import factory
 from eth_utils import to_checksum_address
 
-from deposits.models import Deposit
 from deposits.services import DepositEvent
 from lats.chain.activity import ActivityLog
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
@@ -103,25 +102,6 @@ class StakerNodeFactory(factory.django.DjangoModelFactory):
 class NodeAssetFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = NodeAsset
-
-
-class DepositFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Deposit
-
-    lat = factory.SubFactory(LatFactory)
-    chain_id = 31337
-    seq = factory.Sequence(lambda n: n + 1)
-    tx_hash = factory.Sequence(lambda n: f"0x{n:064x}")
-    log_index = 0
-    block_number = factory.Sequence(lambda n: 100 + n)
-    block_hash = factory.Sequence(lambda n: f"0x{n + 1:064x}")
-    created_at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-    sender = address(0xE1)
-    receiver = address(0xE2)
-    asset = address(0x70000)
-    amount = 10**18
-    shares = 10**18
 
 
 class MetricSnapshotFactory(factory.django.DjangoModelFactory):

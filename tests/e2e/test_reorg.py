@@ -20,6 +20,7 @@ from metrics.models import RewardsCheckpoint, RewardSubmission
 from metrics.tasks import record_snapshot
 from tests.chainreads import chain_deposit_keys, chain_deposits, chain_submissions, hexstr
 from tests.served import served_deposits
+from tests.storedcounts import assert_deposit_counts_match_rows
 
 pytestmark = [pytest.mark.django_db, pytest.mark.chain]
 
@@ -60,12 +61,12 @@ def submit_rewards(chain, manifest: dict[str, Any], amount: int) -> str:
 def assert_equals_the_chain(chain, api) -> None:
     expected = chain_deposit_keys(chain)
     stored = list(
-        Deposit.objects.order_by("seq").values_list(
-            "seq", "block_number", "log_index", "tx_hash", "block_hash"
+        Deposit.objects.order_by("block_number", "log_index").values_list(
+            "block_number", "log_index", "tx_hash", "block_hash"
         )
     )
-    assert [row[1:] for row in stored] == expected
-    assert [row[0] for row in stored] == list(range(1, len(expected) + 1))
+    assert stored == expected
+    assert_deposit_counts_match_rows()
     assert served_deposits(api) == chain_deposits(chain)  # the API's order, newest first
     assert api.get("/metrics/deposits").json()["meta"]["total"] == len(expected)
     assert {

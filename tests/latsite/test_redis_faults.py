@@ -15,6 +15,7 @@ import redis
 from django.core.cache import cache
 from rest_framework_api_key.models import APIKey
 
+from deposits.services import deposit_record_events
 from latsite import redisguard
 from latsite.api import documents
 from latsite.api.throttling import _count
@@ -116,7 +117,7 @@ def expected_detail() -> dict:
 
 def requests_and_answers(api, dataset) -> list[tuple[str, object, object]]:
     """(name, request, check) for a spread of endpoints, with hand-computed answers."""
-    f.DepositFactory(lat=dataset.eth_lat, seq=1, amount=7, shares=5, block_number=90, log_index=3)
+    deposit_record_events(lat=dataset.eth_lat, events=[f.event(90, 3, amount=7, shares=5)])
     _, key = APIKey.objects.create_key(name="dashboard")
     wallet = A(0xBEE)
     deposit_body = {"assets": [A(0x5E)], "amounts": ["1000"], "receiver": wallet}

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from deposits.activity import activity_record, activity_remove_from_block
 from deposits.models import Deposit, DepositCheckpoint, DepositCount, DepositSpan, Event
@@ -43,6 +43,7 @@ class DepositEvent:
         return (self.block_number, self.log_index)
 
 
+_TABLE = Deposit._meta.db_table
 _COPY_COLUMNS = (
     "lat_id",
     "chain_id",
@@ -126,6 +127,42 @@ def deposit_remove_from_block(*, lat: Lat, block_number: int) -> int:
     _count(lat, doomed.values_list("sender", "receiver", "asset", "block_number"), -1)
     removed, _ = doomed.delete()
     return removed
+
+
+_RECOUNT = (
+    f"""
+    INSERT INTO {DepositCount._meta.db_table} (lat_id, field, address, n)
+    SELECT lat_id, '', '', COUNT(*) FROM {_TABLE} {{where}} GROUP BY lat_id
+    UNION ALL SELECT lat_id, 'sender', sender, COUNT(*) FROM {_TABLE} {{where}}
+    GROUP BY lat_id, sender
+    UNION ALL SELECT lat_id, 'receiver', receiver, COUNT(*) FROM {_TABLE} {{where}}
+    GROUP BY lat_id, receiver
+    UNION ALL SELECT lat_id, 'asset', asset, COUNT(*) FROM {_TABLE} {{where}}
+    GROUP BY lat_id, asset
+    """,
+    f"""
+    INSERT INTO {DepositSpan._meta.db_table} (lat_id, span, n)
+    SELECT lat_id, block_number / %(span)s, COUNT(*) FROM {_TABLE} {{where}}
+    GROUP BY lat_id, block_number / %(span)s
+    """,
+)
+
+
+@transaction.atomic
+def deposit_recount(*, lats: Iterable[Lat] | None = None) -> int:
+    """Count the stored deposits again into DepositCount and DepositSpan, for the LATs given
+    or every LAT (after a bulk load, or a repair by hand); returns how many deposits."""
+    ids = None if lats is None else [int(lat.id) for lat in lats]
+    scope = {} if ids is None else {"lat_id__in": ids}
+    for model in (DepositCount, DepositSpan):
+        model.objects.filter(**scope).delete()
+    # The ids are the rows' own integers: written into the statement, in either SQL dialect.
+    where = "" if ids is None else f"WHERE lat_id IN ({', '.join(map(str, ids or [0]))})"
+    with connection.cursor() as cursor:
+        for statement in _RECOUNT:
+            cursor.execute(statement.format(where=where), {"span": DepositSpan.SPAN_BLOCKS})
+    counted = DepositCount.objects.filter(field=DepositCount.Field.ALL, **scope)
+    return sum(counted.values_list("n", flat=True))
 
 
 # --- indexing from the chain ----------------------------------------------------------------

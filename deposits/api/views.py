@@ -57,7 +57,14 @@ class DepositListView(ConditionalReadMixin, APIView):
             "returns the records that follow the last record of that page, whatever was "
             "inserted at the head meanwhile. `cursor` with a non-zero `skip`, or a cursor that "
             "does not parse, is a 422. `meta.total` counts the deposits matching the filters. "
-            "Filters combine with AND."
+            "Filters combine with AND.\n\n"
+            "Cost at depth: a cursor page costs the same at any depth, with or without "
+            "filters. A `skip` page without `sender`, `receiver` or `asset` does too (the "
+            "service keeps per-span counts of deposits); with one of those filters, a `skip` "
+            "page walks `skip` rows of that filter's index, so clients that go deep should "
+            "follow `meta.next`. `meta.total` is read from counts kept at indexing, except "
+            "when two or more of `sender`, `receiver` and `asset` are given together, when "
+            "it is counted."
         ),
         parameters=[
             skip_parameter("Deposits"),

@@ -1,8 +1,8 @@
 """The bench database: created, migrated and seeded once, then reused while it still matches.
 
 The world (4 LATs, 2-3 tokens each, staker nodes, operators, a year of daily snapshots) goes
-through the ORM; the deposits are one `INSERT ... SELECT generate_series(...)`, ordered so that
-`seq` is the dense rank of (block_number, log_index, chain_id), oldest first.
+through the ORM; the deposits are one `INSERT ... SELECT generate_series(...)`, then counted
+into the listing's counts (deposits.services.deposit_recount) as the indexer would have.
 """
 
 from __future__ import annotations
@@ -166,8 +166,11 @@ def _seeded(db_url: str, deposits: int) -> tuple[bool, list[str] | None]:
             "SELECT count(*) FILTER (WHERE proxy_address = ANY(%s)), count(*) > 0 FROM lats_lat",
             [markers],
         ).fetchone()
-        seqs = conn.execute("SELECT count(*), min(seq), max(seq) FROM deposits_deposit").fetchone()
-    same = found == len(markers) and seqs == (deposits, 1, deposits)
+        rows, counted = conn.execute(
+            "SELECT (SELECT count(*) FROM deposits_deposit),"
+            " (SELECT sum(n) FROM deposits_depositcount WHERE field = '')"
+        ).fetchone()
+    same = found == len(markers) and rows == counted == deposits
     return any_lat, markers if same else None
 
 
@@ -197,6 +200,11 @@ def prepare(db_url: str, env: dict[str, str], *, deposits: int, reseed: bool, lo
     world = _seed_world(deposits)
     log(f"dataset: world (LATs, tokens, nodes, operators) in {time.monotonic() - started:.1f} s")
     _seed_deposits(db_url, world, deposits, log)
+    counting = time.monotonic()
+    from deposits.services import deposit_recount
+
+    deposit_recount()
+    log(f"dataset: counted the deposits per filter and span in {time.monotonic() - counting:.1f} s")
     lats = _seeded(db_url, deposits)[1]
     if lats is None:
         raise SystemExit("bench: seeding finished but the data set does not check out.")
@@ -403,7 +411,7 @@ def _seed_snapshots(spec: LatSpec, lat, deposits: int) -> None:
 
 DEPOSITS_SQL = """
 INSERT INTO deposits_deposit (
-    lat_id, chain_id, seq, tx_hash, log_index, block_number, block_hash, created_at, kind,
+    lat_id, chain_id, tx_hash, log_index, block_number, block_hash, created_at, kind,
     sender, receiver, asset, amount, shares
 )
 WITH raw AS (
@@ -418,11 +426,8 @@ WITH raw AS (
            -- distinct for the (at most adjacent) deposits that share a block
            (g % 7) * 40 + floor(r_log * 40)::int AS log_index
     FROM raw JOIN bench_lat l ON raw.r_lat >= l.lo AND raw.r_lat < l.hi
-), ranked AS (
-    SELECT k.*, row_number() OVER (ORDER BY block_number, log_index, chain_id) AS seq
-    FROM keyed k
 )
-SELECT k.lat_id, k.chain_id, k.seq,
+SELECT k.lat_id, k.chain_id,
        '0x' || md5('tx' || k.g) || md5('xt' || k.g),
        k.log_index, k.block_number,
        '0x' || md5('b' || k.block_number) || md5('h' || k.block_number),
@@ -433,7 +438,7 @@ SELECT k.lat_id, k.chain_id, k.seq,
        a.address,
        amt.amount,
        floor(amt.amount * a.unit_factor * (0.95 + 0.05 * k.r_px)::numeric)
-FROM ranked k
+FROM keyed k
 JOIN bench_asset a ON a.pos = k.pos AND a.k = LEAST(floor(k.r_tok * k.ntokens)::int, k.ntokens - 1)
 -- a few heavy depositors and a long tail
 JOIN bench_addr s ON s.idx = floor({pool} * power(k.r_snd, 3))::int
@@ -441,7 +446,7 @@ JOIN bench_addr r ON r.idx = floor({pool} * k.r_rcv)::int
 CROSS JOIN LATERAL (
     SELECT floor((0.001 + power(k.r_amt, 4)::numeric * a.max_whole) * a.one)::numeric AS amount
 ) amt
-ORDER BY k.seq
+ORDER BY k.block_number, k.log_index
 """
 
 

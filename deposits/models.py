@@ -21,7 +21,8 @@ class Deposit(models.Model):
         ASSET_DEPOSITED = "AssetDeposited"
         DEPOSIT = "Deposit"
 
-    lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="deposits")
+    # No index of its own: the (lat, key) index leads with it.
+    lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="deposits", db_index=False)
     chain_id = models.PositiveBigIntegerField()
     tx_hash = models.CharField(max_length=66)
     log_index = models.PositiveIntegerField()
@@ -61,7 +62,6 @@ class Deposit(models.Model):
                 fields=("asset", "block_number", "log_index", "chain_id"),
                 name="deposit_asset_key_idx",
             ),
-            models.Index(fields=("tx_hash",), name="deposit_tx_idx"),
         ]
 
     def __str__(self) -> str:
@@ -153,7 +153,8 @@ class Event(models.Model):
         MINT = "mint"
         BURN = "burn"
 
-    lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="events")
+    # No index of its own: the unique (lat, block_number, log_index) leads with it.
+    lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="events", db_index=False)
     block_number = models.PositiveBigIntegerField()
     log_index = models.PositiveIntegerField()
     tx_hash = models.CharField(max_length=66)
@@ -169,8 +170,9 @@ class Event(models.Model):
                 fields=("lat", "block_number", "log_index"), name="event_lat_log_uniq"
             ),
         ]
+        # The unique key serves the feed unfiltered (walked backwards); an index per row costs
+        # the indexer its share of every write.
         indexes = [
-            models.Index(fields=("lat", "-block_number", "-log_index"), name="event_lat_idx"),
             models.Index(
                 fields=("lat", "type", "-block_number", "-log_index"), name="event_lat_type_idx"
             ),

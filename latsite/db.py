@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -36,10 +36,16 @@ def model_update(
 
 
 def bulk_insert(
-    model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[Any]]
+    model: type[models.Model],
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    copy_line: Callable[[Any], str] | None = None,
 ) -> None:
     """Insert rows of `columns` (column names) at once: COPY on PostgreSQL (a backfill writes
-    many thousands), bulk_create elsewhere. No signals, no defaults: every column is given."""
+    many thousands), bulk_create elsewhere. No signals, no defaults: every column is given.
+    `copy_line` may write a row's line of COPY's text format itself (tab-separated, escaped,
+    ending in a newline), faster than the generic conversion of each value."""
     if connection.vendor != "postgresql":
         by_column = {f.column: f.attname for f in model._meta.concrete_fields}
         attnames = [by_column[column] for column in columns]
@@ -51,9 +57,10 @@ def bulk_insert(
     with connection.cursor() as cursor, cursor.cursor.copy(statement) as copy:  # psycopg 3
         # COPY's text format written by hand: one write per batch of rows, not a dumper call
         # per value (a backfill writes hundreds of thousands of rows).
+        line = copy_line or _copy_line
         batch: list[str] = []
         for row in rows:
-            batch.append("\t".join(map(_copy_text, row)) + "\n")
+            batch.append(line(row))
             if len(batch) == 5000:
                 copy.write("".join(batch))
                 batch.clear()
@@ -61,6 +68,15 @@ def bulk_insert(
 
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def copy_escape(text: str) -> str:
+    """A string as a value of COPY's text format."""
+    return text.translate(_COPY_ESCAPES)
+
+
+def _copy_line(row: Sequence[Any]) -> str:
+    return "\t".join(map(_copy_text, row)) + "\n"
 
 
 def _copy_text(value: Any) -> str:

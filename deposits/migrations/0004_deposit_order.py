@@ -92,7 +92,20 @@ class Migration(migrations.Migration):
                 "deposit_receiver_idx",
                 "deposit_asset_idx",
                 "deposit_lat_block_idx",
+                "deposit_tx_idx",  # the unique (chain_id, tx_hash, log_index) serves lookups
             )
+        ),
+        migrations.RemoveIndex(model_name="event", name="event_lat_idx"),  # the unique key does
+        # The foreign keys' own indexes: the (lat, ...) indexes lead with the column.
+        migrations.AlterField(
+            model_name="deposit",
+            name="lat",
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="deposits", to="lats.lat"),
+        ),
+        migrations.AlterField(
+            model_name="event",
+            name="lat",
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="events", to="lats.lat"),
         ),
         *(
             migrations.AddIndex(model_name="deposit", index=_count_key(field))

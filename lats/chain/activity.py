@@ -10,8 +10,8 @@ others go through eth_abi with the argument names of the ABI.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from lats.chain.abi import Event, event
 from latsite.addresses import checksum
@@ -36,8 +36,9 @@ ACTIVITY_EVENTS: tuple[tuple[str, str, str], ...] = (
 NUMBER_ARGS = frozenset({"nodeId", "decimals"})
 
 
-@dataclass(frozen=True)
-class ActivityLog:
+class ActivityLog(NamedTuple):
+    """One decoded log (a tuple: a backfill makes hundreds of thousands)."""
+
     type: str  # a feed type of ACTIVITY_EVENTS, or "mint" / "burn"
     event: str  # the event's name in the ABI
     tx_hash: str
@@ -89,22 +90,24 @@ def activity_decoder(addresses: dict[str, str]):
 
 
 def _transfer_kind(args: dict[str, Any]) -> str:
-    if int(args["from"], 16) == 0:
+    if args["from"] == ZERO_TOPIC_ADDRESS:  # checksummed: the zero address has no letters
         return "mint"
-    if int(args["to"], 16) == 0:
+    if args["to"] == ZERO_TOPIC_ADDRESS:
         return "burn"
     return "transfer"
 
 
+@lru_cache(maxsize=1 << 16)
 def _topic_address(topic: str) -> str:
+    """The checksummed address of an indexed address topic (the same holders recur)."""
     return checksum("0x" + topic[-40:])
 
 
 def _words(data: str, count: int) -> list[str]:
-    raw = bytes.fromhex(data[2:])
-    if len(raw) < 32 * count:
+    """The first `count` 32-byte words of 0x-hex log data, as decimal strings."""
+    if len(data) < 2 + 64 * count:
         raise ValueError("log data shorter than its layout")
-    return [str(int.from_bytes(raw[32 * i : 32 * i + 32], "big")) for i in range(count)]
+    return [str(int(data[2 + 64 * i : 66 + 64 * i], 16)) for i in range(count)]
 
 
 def _fixed_args(name: str, topics: list[str], data: str) -> dict[str, Any] | None:

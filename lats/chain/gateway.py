@@ -10,6 +10,7 @@ settings (only `gateway_for` reads them).
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -576,6 +577,45 @@ def scan_ranges(
         yield start, last, result
         start = last + 1
         span = min(span * 2, max_range)
+
+
+def read_ahead(items: Iterator[T], *, depth: int = 1) -> Iterator[T]:
+    """The items of `items`, each produced by a worker thread while the consumer handles the
+    one before (at most `depth` ahead), so that the node's next answer is read and decoded
+    while the consumer stores the last one. An exception of the producer is raised at its
+    place in the sequence. When the consumer stops early, the producer stops before its next
+    item (a read in flight runs to its end or its timeout, in the background). `items` must
+    not touch the database: it runs in another thread, on none of the consumer's connections."""
+    answers: queue.Queue[tuple[bool, Any]] = queue.Queue()
+    wanted = threading.Semaphore(depth)  # one permit per item the consumer will take
+    stopped = threading.Event()
+
+    def produce() -> None:
+        try:
+            while True:
+                while not wanted.acquire(timeout=0.1):
+                    if stopped.is_set():
+                        return
+                if stopped.is_set():
+                    return
+                answers.put((False, next(items)))
+        except StopIteration:
+            answers.put((True, None))
+        except BaseException as exc:
+            answers.put((True, exc))  # raised by the consumer
+
+    threading.Thread(target=produce, name="read-ahead", daemon=True).start()
+    try:
+        while True:
+            done, value = answers.get()
+            if done:
+                if value is not None:
+                    raise value
+                return
+            wanted.release()  # the next item is read while this one is handled
+            yield value
+    finally:
+        stopped.set()
 
 
 # --- one gateway per process and node -------------------------------------------------------

@@ -144,7 +144,9 @@ def test_node_killed_mid_indexing_keeps_whole_ranges_and_resumes(imported, spare
     with pytest.raises(ChainUnavailable):
         deposit_index(lat=lat, max_range=3, progress=kill_after_first_range)
     checkpoint = DepositCheckpoint.objects.get(lat=lat)
-    assert checkpoint.block_number == start + 3  # exactly one range was stored
+    # The range stored when the node died, and the next one if it was read ahead already:
+    # whole ranges, then the error.
+    assert checkpoint.block_number in (start + 3, start + 6)
     stored = Deposit.objects.filter(lat=lat)
     assert not stored.filter(block_number__gt=checkpoint.block_number).exists()
     assert_deposit_counts_match_rows()

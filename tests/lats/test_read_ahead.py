@@ -1,0 +1,68 @@
+"""lats.chain.gateway.read_ahead: the next item is produced while the consumer handles one,
+never more than `depth` ahead, errors arrive at their place, and an early stop stops it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from lats.chain.errors import ChainUnavailable
+from lats.chain.gateway import read_ahead
+
+
+class Source:
+    """Items 0..n-1, recording what was produced and in which thread; raises at `fail_at`."""
+
+    def __init__(self, n: int, fail_at: int | None = None):
+        self.n, self.fail_at, self.produced, self.threads = n, fail_at, [], set()
+
+    def __iter__(self):
+        for i in range(self.n):
+            if i == self.fail_at:
+                raise ChainUnavailable("the node could not be reached (test)")
+            self.produced.append(i)
+            self.threads.add(threading.get_ident())
+            yield i
+
+
+def settle(source: Source, count: int) -> None:
+    """Wait until the producer has made `count` items (or a second passes)."""
+    deadline = time.monotonic() + 1
+    while len(source.produced) < count and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.05)  # and a little more, for any item it should not make
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_items_in_order_made_at_most_depth_ahead(depth):
+    source = Source(10)
+    taken = []
+    for item in read_ahead(iter(source), depth=depth):
+        settle(source, min(item + 1 + depth, 10))
+        # While the consumer holds `item`, the producer has made at most `depth` more.
+        assert len(source.produced) == min(item + 1 + depth, 10)
+        taken.append(item)
+    assert taken == list(range(10))
+    assert threading.get_ident() not in source.threads
+
+
+def test_error_raised_at_its_place():
+    source = Source(10, fail_at=4)
+    taken = []
+    with pytest.raises(ChainUnavailable):
+        for item in read_ahead(iter(source)):
+            taken.append(item)
+    assert taken == [0, 1, 2, 3]
+
+
+def test_early_stop_stops_the_producer():
+    source = Source(100)
+    items = read_ahead(iter(source))
+    assert next(items) == 0
+    items.close()
+    settle(source, 2)
+    produced = len(source.produced)
+    time.sleep(0.3)
+    assert len(source.produced) == produced <= 2

@@ -50,11 +50,10 @@ def test_items_in_order_made_at_most_depth_ahead(depth):
 
 def test_error_raised_at_its_place():
     source = Source(10, fail_at=4)
-    taken = []
+    items = read_ahead(iter(source))
+    assert [next(items) for _ in range(4)] == [0, 1, 2, 3]
     with pytest.raises(ChainUnavailable):
-        for item in read_ahead(iter(source)):
-            taken.append(item)
-    assert taken == [0, 1, 2, 3]
+        next(items)
 
 
 def test_early_stop_stops_the_producer():

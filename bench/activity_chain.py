@@ -121,23 +121,26 @@ def _check(w3, hashes: list) -> None:
 # --- the probe (its own process, Django on the section's database) --------------------------
 
 
-def _ceiling(rpc: str, contracts: dict[str, str], start: int, head: int, decode=None):
-    """eth_getLogs of the LAT's three contracts and the feed's topics over the ranges (as the
-    indexer asks), the JSON parsed; with `decode`, each log decoded too. No database."""
+def logs_ceiling(
+    rpc: str, contracts: dict[str, str], start: int, head: int, decode=None, span: int = SPAN
+):
+    """eth_getLogs of the LAT's three contracts and the feed's topics over ranges of `span`
+    blocks (as the indexer asks), the JSON parsed; with `decode`, each log decoded too. No
+    database."""
     import requests
 
     from lats.chain.activity import activity_topics
 
     session, logs, began = requests.Session(), 0, time.perf_counter()
     topics = [activity_topics()]
-    for block in range(start, head + 1, SPAN):
-        span = {
+    for block in range(start, head + 1, span):
+        query = {
             "address": list(contracts.values()),
             "topics": topics,
             "fromBlock": hex(block),
-            "toBlock": hex(min(block + SPAN - 1, head)),
+            "toBlock": hex(min(block + span - 1, head)),
         }
-        body = {"jsonrpc": "2.0", "id": 1, "method": "eth_getLogs", "params": [span]}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "eth_getLogs", "params": [query]}
         result = session.post(rpc, json=body, timeout=300).json()["result"]
         logs += sum(decode(log) is not None for log in result) if decode else len(result)
     return logs, time.perf_counter() - began
@@ -193,7 +196,7 @@ def probe(rpc: str, manifest_path: str) -> dict:
     }
     for kind, decode in (("ceiling", None), ("decoded", activity_decoder(contracts))):
         for _ in range(2):
-            logs, seconds = _ceiling(rpc, contracts, lat.deployment_block, head, decode)
+            logs, seconds = logs_ceiling(rpc, contracts, lat.deployment_block, head, decode)
             out[kind].append({"events": logs, "seconds": seconds})
     for _ in range(2):
         for model in (Event, Holder, HolderTally, Deposit, DepositCheckpoint):

@@ -97,16 +97,17 @@ class Context:
                 self._server = None
 
     @contextlib.contextmanager
-    def devnet(self, db_name: str) -> Iterator[tuple[str, dict, str]]:
-        """anvil with the devnet deployed (stopped on leaving the block) and a fresh, migrated
-        database `db_name` on the bench's server: (node URL, latETH's manifest, database URL)."""
+    def devnet(self, db_name: str, *, fresh: bool = True) -> Iterator[tuple[str, dict, str]]:
+        """anvil with the devnet deployed (stopped on leaving the block) and a migrated
+        database `db_name` on the bench's server, recreated unless `fresh` is false: (node URL,
+        latETH's manifest, database URL)."""
         from devchain.anvil import start_anvil
         from devchain.devnet import deploy_devnet
 
         with start_anvil() as node:
             manifest = next(m for m in deploy_devnet(node.url) if m["symbol"] == "latETH")
             db_url = dataset.with_database(self.db_url, db_name)
-            dataset.create_database(db_url, recreate=True)
+            dataset.create_database(db_url, recreate=fresh)
             env = {**self.env, "RPC_URL": node.url}
             dataset.manage(env, db_url, "migrate", "--noinput", "-v", "0")
             yield node.url, manifest, db_url

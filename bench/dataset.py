@@ -22,11 +22,12 @@ import psycopg
 from bench import PYTHON, REPO
 
 # Bump when the seeded world changes: the marker addresses change with it, forcing a reseed.
-DATASET_VERSION = 1
+DATASET_VERSION = 2
 CHAIN_ID = 1
 FIRST_BLOCK = 20_000_000  # mainnet, early June 2024
 FIRST_BLOCK_AT = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
 ADDRESS_POOL = 20_000  # distinct depositor addresses
+WHALE_SHARE = 0.1  # the deposits of address(user:0): 100,000 of a million
 BEACON_CHAIN_ETH = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
 WAD = 10**18
 
@@ -440,8 +441,9 @@ SELECT k.lat_id, k.chain_id,
        floor(amt.amount * a.unit_factor * (0.95 + 0.05 * k.r_px)::numeric)
 FROM keyed k
 JOIN bench_asset a ON a.pos = k.pos AND a.k = LEAST(floor(k.r_tok * k.ntokens)::int, k.ntokens - 1)
--- a few heavy depositors and a long tail
-JOIN bench_addr s ON s.idx = floor({pool} * power(k.r_snd, 3))::int
+-- one depositor of a tenth of the deposits (WHALE_SHARE), a few heavy ones and a long tail
+JOIN bench_addr s ON s.idx = CASE WHEN k.r_snd < {whale} THEN 0
+                                  ELSE floor({pool} * power(k.r_snd, 3))::int END
 JOIN bench_addr r ON r.idx = floor({pool} * k.r_rcv)::int
 CROSS JOIN LATERAL (
     SELECT floor((0.001 + power(k.r_amt, 4)::numeric * a.max_whole) * a.one)::numeric AS amount
@@ -514,7 +516,9 @@ def _seed_deposits(db_url: str, world: list[dict], deposits: int, log) -> None:
         rebuild = _drop_secondary(conn, "deposits_deposit")
         first_at, pool = FIRST_BLOCK_AT.isoformat(), ADDRESS_POOL
         cur.execute(
-            DEPOSITS_SQL.format(n=deposits, first_block=FIRST_BLOCK, first_at=first_at, pool=pool)
+            DEPOSITS_SQL.format(
+                n=deposits, first_block=FIRST_BLOCK, first_at=first_at, pool=pool, whale=WHALE_SHARE
+            )
         )
         inserted = time.monotonic()
         for statement in rebuild:

@@ -2,8 +2,11 @@
 
 One `Follower` per chain polls the node's head every HEAD_POLL_INTERVAL seconds. When the head
 at the chain's confirmation depth moves, it runs the deposits step of the refresh pipeline
-(latsite/refresh.py) for every LAT of that chain, then the state and then the snapshot steps
-of exactly the LATs whose deposits changed (new deposits, or some removed by a reorg). The steps
+(latsite/refresh.py: every event of the LAT's contracts) for every LAT of that chain, then the
+state and then the snapshot steps of exactly the LATs whose events changed (any new event,
+or some removed by a reorg: a pause, a price update or a transfer moves the state as a deposit
+does). State that moves without an event of the LAT's contracts (EigenLayer's share values)
+is read by the beat's state job. The steps
 run under the job runner (latsite/jobs.py), so the follower shares checkpoints, locks, reorg
 handling and sync status with the beat jobs, which stay as the safety net; a write drops the
 cached read documents and the ETags through the generation token, as any refresh does.
@@ -39,6 +42,14 @@ logger = logging.getLogger(__name__)
 FOLLOW_LOCK = "lat_follow"
 
 
+def _moved(deposits: dict[str, Any]) -> bool:
+    """Whether the indexing step stored or removed any event of the LAT's contracts (a
+    deposit, a transfer, a pause, a price update, a node delegated, ...): each may move its
+    state, so the state is read again now rather than at the next beat."""
+    keys = ("new", "removed", "events", "events_removed")
+    return any(deposits.get(key) for key in keys)
+
+
 @dataclass
 class Follower:
     chain_id: int
@@ -68,7 +79,7 @@ class Follower:
             deposits = run_step(DEPOSITS, lat_id)
             results.append(deposits)
             settled = settled and deposits["status"] not in (SKIPPED, LAGGING)
-            if first or (deposits["status"] == DONE and (deposits["new"] or deposits["removed"])):
+            if first or (deposits["status"] == DONE and _moved(deposits)):
                 changed.append(lat_id)
         # Every LAT's deposits first: no LAT's deposits wait for another's state and snapshot.
         for step in (STATE, SNAPSHOT):

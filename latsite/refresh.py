@@ -101,6 +101,7 @@ def _deposits(lat: Lat) -> dict[str, Any]:
         "new": summary.new,
         "removed": summary.removed,
         "events": summary.events,
+        "events_removed": summary.events_removed,
     }
 
 

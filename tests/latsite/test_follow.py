@@ -11,6 +11,7 @@ import pytest
 from devchain.devnet import make_deposits
 from lats.models import Lat
 from latsite.follow import FOLLOW_LOCK, Follower
+from latsite.refresh import STATE
 from tests.chainreads import chain_deposits
 from tests.following import Running
 from tests.lockholder import Holder
@@ -99,3 +100,25 @@ def test_a_reorg_at_the_same_height_is_acted_on(imported):
     assert follower.seen == seen[0]
     assert follower.seen_hash != seen[1]
     assert follower.tick() == []  # nothing new since
+
+
+def test_a_pause_without_a_deposit_is_served_as_status(imported, api):
+    """An event that is not a deposit (here the owner pauses the LAT) moves the LAT's state:
+    the follower reads it again on the block that confirms it, not at the next beat."""
+    from devchain.devnet import DEPLOYER
+
+    chain = imported
+    manifest = chain.lat("latETH")
+    follower = Follower(CHAIN_ID)
+    follower.tick()  # the first pass
+    status = f"/lat/{manifest['proxyAddress']}/status"
+    assert api.get(status).json()["data"]["paused"] is False
+    lat = chain.contract("LiquidToken", manifest["proxyAddress"])
+    owner = chain.w3.eth.accounts[DEPLOYER]
+    chain.w3.eth.wait_for_transaction_receipt(lat.functions.pause().transact({"from": owner}))
+    assert lat.functions.paused().call() is True
+    lat_id = Lat.objects.get(proxy_address=manifest["proxyAddress"]).id
+    results = follower.tick()
+    state_steps = [r for r in results if r["job"] == STATE.job and r["lat"] == lat_id]
+    assert [r["status"] for r in state_steps] == ["done"]
+    assert api.get(status).json()["data"]["paused"] is True

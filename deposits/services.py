@@ -275,6 +275,32 @@ def _store_range(lat: Lat, read: Range) -> tuple[int, list[ActivityLog]]:
     return new, new_logs
 
 
+def lat_contracts(lat: Lat) -> dict[str, str]:
+    """The three contracts whose events the indexer reads, by their `activity_logs` names."""
+    return {
+        "proxy": lat.proxy_address,
+        "manager": lat.proxy_of("liquidTokenManager"),
+        "coordinator": lat.proxy_of("stakerNodeCoordinator"),
+    }
+
+
+def shared_log_range(*, lats: Iterable[Lat], head: int, max_range: int) -> tuple[list[str], int]:
+    """For one eth_getLogs over several LATs of a chain up to `head`: the contracts of those
+    whose checkpoint is at most `max_range` blocks behind it (a LAT further behind, or never
+    indexed, reads its own ranges), and the first block one of them has not indexed yet
+    (above `head` when all are there)."""
+    lats = list(lats)
+    checkpoints = dict(
+        DepositCheckpoint.objects.filter(lat__in=lats).values_list("lat_id", "block_number")
+    )
+    near = [
+        lat for lat in lats if lat.id in checkpoints and head - checkpoints[lat.id] <= max_range
+    ]
+    addresses = [address for lat in near for address in lat_contracts(lat).values()]
+    first = min((checkpoints[lat.id] + 1 for lat in near), default=head + 1)
+    return addresses, first
+
+
 def deposit_index(
     *,
     lat: Lat,
@@ -301,11 +327,7 @@ def deposit_index(
         )
         removed, events_removed = _rewind(lat, start.rewind) if start.rewind else (0, 0)
         new, events, head = 0, 0, start.head
-        contracts = {
-            "proxy": lat.proxy_address,
-            "manager": lat.proxy_of("liquidTokenManager"),
-            "coordinator": lat.proxy_of("stakerNodeCoordinator"),
-        }
+        contracts = lat_contracts(lat)
 
         def fetch(first_block: int, last_block: int) -> list[ActivityLog]:
             return gateway.activity_logs(**contracts, from_block=first_block, to_block=last_block)

@@ -22,6 +22,7 @@ manager restarts it, and the lock, held by the database session, is released wit
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from typing import Any
 
 from django.conf import settings
 
+from deposits.services import shared_log_range
+from lats.chain.activity import activity_topics
 from lats.chain.errors import ChainUnavailable
 from lats.chain.gateway import gateway_for
 from lats.indexing import chain_confirmations
@@ -74,13 +77,14 @@ class Follower:
         results: list[dict[str, Any]] = []
         settled = True
         changed: list[int] = []
-        lat_ids = Lat.objects.filter(chain_id=self.chain_id).order_by("id")
-        for lat_id in lat_ids.values_list("id", flat=True):
-            deposits = run_step(DEPOSITS, lat_id)
-            results.append(deposits)
-            settled = settled and deposits["status"] not in (SKIPPED, LAGGING)
-            if first or (deposits["status"] == DONE and _moved(deposits)):
-                changed.append(lat_id)
+        lats = list(Lat.objects.filter(chain_id=self.chain_id).order_by("id"))
+        with self._shared_logs(lats, head.number):
+            for lat in lats:
+                deposits = run_step(DEPOSITS, lat.id)
+                results.append(deposits)
+                settled = settled and deposits["status"] not in (SKIPPED, LAGGING)
+                if first or (deposits["status"] == DONE and _moved(deposits)):
+                    changed.append(lat.id)
         # Every LAT's deposits first: no LAT's deposits wait for another's state and snapshot.
         for step in (STATE, SNAPSHOT):
             results += [run_step(step, lat_id) for lat_id in changed]
@@ -88,6 +92,19 @@ class Follower:
             self.seen, self.seen_hash = head.number, head.hash
         logger.debug("chain %s: acted on head %s (%s)", self.chain_id, head.number, head.hash)
         return results
+
+    def _shared_logs(self, lats: list[Lat], head: int) -> contextlib.AbstractContextManager:
+        """One eth_getLogs over the contracts of every LAT of the chain that is near the head,
+        for the blocks one of them has not indexed: each LAT's deposits step is answered from
+        it (Gateway.shared_logs) instead of asking the node on its own."""
+        addresses, first = shared_log_range(
+            lats=lats, head=head, max_range=settings.LOG_BLOCK_RANGE
+        )
+        if not addresses or first > head:
+            return contextlib.nullcontext()
+        return gateway_for(self.chain_id).shared_logs(
+            addresses=addresses, topics=[activity_topics()], from_block=first, to_block=head
+        )
 
     def run(self, stop: threading.Event) -> None:
         """Follow until `stop` is set, holding the chain's follower lock (waiting for it)."""

@@ -10,6 +10,7 @@ settings (only `gateway_for` reads them).
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -70,6 +71,42 @@ def _decoded(
         raise ChainUnavailable(f"the node answered malformed {what}") from exc
 
 
+class LogWindow:
+    """Raw logs of some addresses over a block range, read once and handed out in parts
+    (Gateway.shared_logs)."""
+
+    def __init__(
+        self,
+        addresses: frozenset[str],
+        topics: list[Any],
+        first: int,
+        last: int,
+        logs: list[dict[str, Any]],
+    ) -> None:
+        self.addresses, self.topics, self.first, self.last = addresses, topics, first, last
+        self.logs = logs
+        self.served: set[frozenset[str]] = set()
+        self.lock = threading.Lock()
+
+    def take(
+        self, address: str | list[str], topics: list[Any], from_block: int, to_block: int
+    ) -> list[dict[str, Any]] | None:
+        """The logs of a read this window answers, or None for the node to answer it."""
+        wanted = frozenset(a.lower() for a in ([address] if isinstance(address, str) else address))
+        if topics != self.topics or not (self.first <= from_block <= to_block <= self.last):
+            return None
+        with self.lock:
+            if not wanted <= self.addresses or wanted in self.served:
+                return None
+            self.served.add(wanted)
+        return [
+            log
+            for log in self.logs
+            if log["address"].lower() in wanted
+            and from_block <= int(log["blockNumber"], 16) <= to_block
+        ]
+
+
 class Gateway:
     """Reads one chain through one node.
 
@@ -90,6 +127,7 @@ class Gateway:
         self.multicall_address = to_checksum_address(multicall) if multicall else None
         self._multicall_lock = threading.Lock()
         self._multicall_has_code: bool | None = None
+        self._window: LogWindow | None = None
 
     @property
     def w3(self) -> Web3:
@@ -315,8 +353,36 @@ class Gateway:
 
     # logs -----------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def shared_logs(
+        self, *, addresses: Iterable[str], topics: list[Any], from_block: int, to_block: int
+    ) -> Iterator[None]:
+        """Within the block, `logs` answers a read of some of `addresses` with these `topics`
+        inside from_block..to_block from one eth_getLogs over all of them, made here: one
+        round trip for every LAT of a chain. Each set of addresses is answered from it once; a
+        second read of the same set (a retry after logs and headers disagreed) and any other
+        read go to the node."""
+        raw = self._get_logs(list(addresses), topics, from_block, to_block)
+        self._window = LogWindow(
+            frozenset(a.lower() for a in addresses), topics, from_block, to_block, raw
+        )
+        try:
+            yield
+        finally:
+            self._window = None
+
     def logs(
         self, *, address: str | list[str], topics: list[Any], from_block: int, to_block: int
+    ) -> list[dict[str, Any]]:
+        window = self._window
+        if window is not None:
+            shared = window.take(address, topics, from_block, to_block)
+            if shared is not None:
+                return shared
+        return self._get_logs(address, topics, from_block, to_block)
+
+    def _get_logs(
+        self, address: str | list[str], topics: list[Any], from_block: int, to_block: int
     ) -> list[dict[str, Any]]:
         result = self.transport.request(
             "eth_getLogs",

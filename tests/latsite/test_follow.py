@@ -15,6 +15,7 @@ from latsite.refresh import STATE
 from tests.chainreads import chain_deposits
 from tests.following import Running
 from tests.lockholder import Holder
+from tests.served import served_deposits
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chain]
 
@@ -122,3 +123,42 @@ def test_a_pause_without_a_deposit_is_served_as_status(imported, api):
     state_steps = [r for r in results if r["job"] == STATE.job and r["lat"] == lat_id]
     assert [r["status"] for r in state_steps] == ["done"]
     assert api.get(status).json()["data"]["paused"] is True
+
+
+def test_one_eth_getlogs_for_every_lat_of_the_chain(imported, api, monkeypatch):
+    """Once every LAT is near the head, a new block is read with one eth_getLogs over the
+    contracts of all of them (the node's own answer, handed out per LAT)."""
+    from deposits.services import lat_contracts
+    from lats.chain.activity import activity_topics
+    from lats.chain.gateway import Gateway
+
+    chain = imported
+    reads: list[tuple[list[str], int, int]] = []
+    real = Gateway._get_logs
+
+    def recorded(self, address, topics, from_block, to_block):
+        if topics == [activity_topics()]:
+            reads.append((address, from_block, to_block))
+        return real(self, address, topics, from_block, to_block)
+
+    monkeypatch.setattr(Gateway, "_get_logs", recorded)
+    follower = Follower(CHAIN_ID)
+    follower.tick()  # the first pass: each LAT reads its own history
+    lats = list(Lat.objects.filter(chain_id=CHAIN_ID))
+    assert len(lats) >= 2
+    reads.clear()
+    before = chain.w3.eth.block_number
+    made = []
+    for symbol, account in (("latETH", 12), ("latBTC", 13)):
+        manifest = chain.lat(symbol)
+        token = manifest["tokens"][0]["address"]
+        made.append(make_deposits(chain.url, manifest, account, [token], [10**8]))
+    follower.tick()
+    assert len(reads) == 1
+    addresses, first, last = reads[0]
+    assert sorted(addresses) == sorted(a for lat in lats for a in lat_contracts(lat).values())
+    # From the first block no LAT had indexed to the head (no confirmations on the devnet).
+    assert (first, last) == (before + 1, chain.w3.eth.block_number)
+    served = {row["transactionHash"] for row in api.get("/metrics/deposits").json()["data"]}
+    assert {d["txHash"] for d in made} <= served
+    assert served_deposits(api) == chain_deposits(chain)

@@ -1,6 +1,8 @@
 """The head follower: deposits and state within a block or two of the chain, not a beat later.
 
-One `Follower` per chain polls the node's head every HEAD_POLL_INTERVAL seconds. When the head
+One `Follower` per chain polls the node's head every HEAD_POLL_INTERVAL seconds, and at once
+when a WebSocket node of the chain (WS_URL_<chainId>) announces a new head
+(lats/chain/heads.py; without one, or while it is down, polling alone). When the head
 at the chain's confirmation depth moves, it runs the deposits step of the refresh pipeline
 (latsite/refresh.py: every event of the LAT's contracts) for every LAT of that chain, then the
 state and then the snapshot steps of exactly the LATs whose events changed (any new event,
@@ -25,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +37,7 @@ from deposits.services import shared_log_range
 from lats.chain.activity import activity_topics
 from lats.chain.errors import ChainUnavailable
 from lats.chain.gateway import gateway_for
+from lats.chain.heads import HeadSubscription, ws_url_for
 from lats.indexing import chain_confirmations
 from lats.models import Lat
 from latsite.jobs import DONE, LAGGING, SKIPPED, run_step
@@ -43,6 +47,17 @@ from latsite.refresh import DEPOSITS, SNAPSHOT, STATE
 logger = logging.getLogger(__name__)
 
 FOLLOW_LOCK = "lat_follow"
+
+
+def _wait_either(stop: threading.Event, wake: threading.Event, seconds: float) -> None:
+    """Wait up to `seconds` for either event (checked every 50 ms: a stop is never late by
+    more than that)."""
+    deadline = time.monotonic() + seconds
+    while not (stop.is_set() or wake.is_set()):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        wake.wait(min(left, 0.05))
 
 
 def _moved(deposits: dict[str, Any]) -> bool:
@@ -118,6 +133,19 @@ class Follower:
             stop.wait(self.poll_interval)
 
     def _follow(self, stop: threading.Event) -> None:
+        url = ws_url_for(self.chain_id, urls=settings.WS_URLS)
+        if url is None:
+            self._poll(stop, threading.Event())
+            return
+        wake = threading.Event()
+        heads = HeadSubscription(url, wake, max_backoff=self.max_backoff).start()
+        try:
+            self._poll(stop, wake)
+        finally:
+            heads.stop()
+
+    def _poll(self, stop: threading.Event, wake: threading.Event) -> None:
+        """Act on the head every poll interval, or as soon as `wake` is set (a new head)."""
         while not stop.is_set():
             try:
                 self.tick()
@@ -131,4 +159,5 @@ class Follower:
                 logger.warning(
                     "chain %s: node unavailable (%s); retry in %ss", self.chain_id, exc, delay
                 )
-            stop.wait(delay)
+            _wait_either(stop, wake, delay)
+            wake.clear()

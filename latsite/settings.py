@@ -321,6 +321,13 @@ CHAIN_CONFIRMATIONS_BY_CHAIN = {31337: 0} | {
 # The head follower (lat_follow): how often it asks each node for its head, and the longest
 # wait between retries while a node is unreachable.
 HEAD_POLL_INTERVAL = env.float("HEAD_POLL_INTERVAL", default=1.0)
+# WS_URL_<chainId>: a WebSocket node whose new-head notices wake the follower at once (it still
+# reads the head over HTTP, and polls every HEAD_POLL_INTERVAL when the socket is down or unset).
+WS_URLS = {
+    int(m.group(1)): value
+    for key, value in env.ENVIRON.items()
+    if (m := re.fullmatch(r"WS_URL_(\d+)", key)) and value
+}
 HEAD_POLL_MAX_BACKOFF = env.float("HEAD_POLL_MAX_BACKOFF", default=30.0)
 # Largest block range asked of eth_getLogs; halved while a node refuses a range.
 LOG_BLOCK_RANGE = env.int("LOG_BLOCK_RANGE", default=5000)

@@ -162,3 +162,36 @@ def test_one_eth_getlogs_for_every_lat_of_the_chain(imported, api, monkeypatch):
     served = {row["transactionHash"] for row in api.get("/metrics/deposits").json()["data"]}
     assert {d["txHash"] for d in made} <= served
     assert served_deposits(api) == chain_deposits(chain)
+
+
+def last_block_served(api) -> int | None:
+    rows = api.get("/metrics/deposits?take=1").json()["data"]
+    return rows[0]["createdAtBlock"] if rows else None
+
+
+def test_a_new_head_over_websocket_wakes_the_follower(imported, api, settings):
+    """With WS_URL_<chainId> set (anvil answers WebSocket on its HTTP port), a deposit is served
+    at once although the follower's poll interval is 30 s."""
+    chain = imported
+    settings.WS_URLS = {CHAIN_ID: chain.url.replace("http://", "ws://")}
+    manifest = chain.lat("latETH")
+    with Running(Follower(CHAIN_ID, poll_interval=30)) as follower:
+        wait_for(lambda: follower.seen is not None, 120)
+        time.sleep(0.5)  # the subscription is up (it wakes the follower once when it is)
+        done = make_deposits(chain.url, manifest, 12, [manifest["tokens"][0]["address"]], [WAD])
+        seconds = wait_for(lambda: last_block_served(api) == done["blockNumber"], 10)
+    assert seconds < 10  # a poll would have come only after 30 s
+
+
+def test_without_websocket_the_follower_polls(imported, api, settings, caplog):
+    """A WebSocket URL that does not answer leaves the follower polling at its interval."""
+    from devchain.anvil import free_port
+
+    chain = imported
+    settings.WS_URLS = {CHAIN_ID: f"ws://127.0.0.1:{free_port()}"}
+    manifest = chain.lat("latETH")
+    with Running(Follower(CHAIN_ID, poll_interval=0.2)) as follower:
+        wait_for(lambda: follower.seen is not None, 120)
+        done = make_deposits(chain.url, manifest, 12, [manifest["tokens"][0]["address"]], [WAD])
+        wait_for(lambda: last_block_served(api) == done["blockNumber"], 10)
+    assert "new-head subscription failed" in caplog.text

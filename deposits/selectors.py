@@ -98,7 +98,8 @@ class _Filter:
     columns: dict[str, str]
 
     def where(self, alias: str) -> tuple[list[str], list[Any]]:
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[Any] = []
         if self.lat_ids is not None:
             clauses.append(f"{alias}.lat_id IN ({', '.join(['%s'] * len(self.lat_ids))})")
             params += self.lat_ids

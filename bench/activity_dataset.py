@@ -1,9 +1,9 @@
 """The `activity` section's HTTP data: HOLDERS holders (and some former holders at a zero
-balance) with their HolderTally, and EVENTS events of the bench database's primary LAT,
-bulk-inserted by `INSERT ... SELECT generate_series(...)` with the secondary indexes and
-constraints dropped and rebuilt around it (as bench/dataset.py does for the deposits). Kept
-while the tables hold exactly this data for that LAT; reloaded otherwise.
-"""
+balance) with their HolderTally and rank buckets (HolderBucket), and EVENTS events of the
+bench database's primary LAT, bulk-inserted by `INSERT ... SELECT generate_series(...)` with
+the secondary indexes and constraints dropped and rebuilt around it (as bench/dataset.py does
+for the deposits). Kept while the tables hold exactly this data for that LAT; reloaded
+otherwise."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bench import dataset
 HOLDERS = 100_000
 FORMER = 5_000  # rows at a zero balance: held once, not holders (not listed, not counted)
 EVENTS = 1_000_000
-TABLES = ("deposits_event", "deposits_holder", "deposits_holdertally")
+TABLES = ("deposits_event", "deposits_holder", "deposits_holdertally", "deposits_holderbucket")
 
 HOLDERS_SQL = """
 INSERT INTO deposits_holder (lat_id, address, balance, first_block)
@@ -61,6 +61,14 @@ FROM (
 ORDER BY b, li
 """
 
+# The holders' rank buckets as the indexer keeps them: width_bucket over the buckets' floors
+# (deposits.models.holder_bucket_floors) is each balance's key.
+BUCKETS_SQL = """
+INSERT INTO deposits_holderbucket (lat_id, key, holders)
+SELECT %(lat)s, width_bucket(balance, %(floors)s::numeric[]), count(*)
+FROM deposits_holder WHERE lat_id = %(lat)s AND balance > 0 GROUP BY 2
+"""
+
 
 def loaded(conn, lat_id: int) -> bool:
     """Whether the tables hold exactly this data set, for this LAT."""
@@ -68,10 +76,11 @@ def loaded(conn, lat_id: int) -> bool:
         "SELECT (SELECT count(*) FROM deposits_event),"
         " (SELECT count(*) FROM deposits_event WHERE lat_id = %(lat)s),"
         " (SELECT count(*) FROM deposits_holder),"
-        " (SELECT holders FROM deposits_holdertally WHERE lat_id = %(lat)s)",
+        " (SELECT holders FROM deposits_holdertally WHERE lat_id = %(lat)s),"
+        " (SELECT sum(holders) FROM deposits_holderbucket WHERE lat_id = %(lat)s)",
         {"lat": lat_id},
     ).fetchone()
-    return row == (EVENTS, EVENTS, HOLDERS + FORMER, HOLDERS)
+    return row == (EVENTS, EVENTS, HOLDERS + FORMER, HOLDERS, HOLDERS)
 
 
 def prepare(db_url: str, proxy_address: str, log) -> float | None:
@@ -99,8 +108,10 @@ def prepare(db_url: str, proxy_address: str, log) -> float | None:
 
 
 def _load(conn, lat_id: int, asset: str) -> None:
-    """Empty the three tables, then insert with the secondary indexes dropped (one
+    """Empty the four tables, then insert with the secondary indexes dropped (one
     transaction)."""
+    from deposits.models import holder_bucket_floors
+
     params = {
         "lat": lat_id,
         "holders": HOLDERS,
@@ -109,6 +120,7 @@ def _load(conn, lat_id: int, asset: str) -> None:
         "first": dataset.FIRST_BLOCK,
         "asset": asset,
         "zero": "0x" + "0" * 40,
+        "floors": [str(floor) for floor in holder_bucket_floors()],
     }
     with conn.cursor() as cur:
         cur.execute("SET synchronous_commit = off; SET work_mem = '256MB'")
@@ -124,6 +136,7 @@ def _load(conn, lat_id: int, asset: str) -> None:
             " FROM deposits_holder WHERE lat_id = %(lat)s",
             params,
         )
+        cur.execute(BUCKETS_SQL, params)
         for statement in rebuild:
             cur.execute(statement)
     conn.commit()

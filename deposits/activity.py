@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import F
 
-from deposits.models import Event, Holder, HolderTally
+from deposits.models import Event, Holder, HolderBucket, HolderTally, holder_bucket
 from lats.chain.activity import ActivityLog
 from lats.chain.results import block_time
 from lats.models import Lat
@@ -149,13 +149,16 @@ def _deltas(
 
 
 def _move_balances(lat: Lat, deltas: dict[str, int], first_blocks: dict[str, int]) -> None:
-    """Add the deltas to the balances, and the holders that appeared or left to the tally."""
+    """Add the deltas to the balances, the holders that appeared or left to the tally, and
+    each moved holder from the rank bucket of its balance before to that of its balance after
+    (deposits.models.HolderBucket)."""
     addresses = sorted(deltas.keys() | first_blocks.keys())
     if connection.vendor == "postgresql":
         moved = _add_in_place(lat, addresses, deltas, first_blocks)
     else:
         moved = _add_read_then_write(lat, addresses, deltas, first_blocks)
     joined = left = created = 0
+    buckets: dict[int, int] = defaultdict(int)
     for address, before, after, new in moved:
         if after < 0:
             raise ValueError(
@@ -165,6 +168,11 @@ def _move_balances(lat: Lat, deltas: dict[str, int], first_blocks: dict[str, int
         joined += before == 0 and after > 0
         left += before > 0 and after == 0
         created += new
+        if before > 0:
+            buckets[holder_bucket(before)] -= 1
+        if after > 0:
+            buckets[holder_bucket(after)] += 1
+    _move_buckets(lat, {key: n for key, n in buckets.items() if n})
     tally, _ = HolderTally.objects.get_or_create(lat=lat)
     HolderTally.objects.filter(pk=tally.pk).update(
         holders=F("holders") + joined - left, ever=F("ever") + created
@@ -234,3 +242,39 @@ def _add_read_then_write(
         update_fields=("balance",),
     )
     return moved
+
+
+# Each bucket's count moved by its change in one statement; RETURNING gives the counts after,
+# so that the buckets left empty are deleted (a page's scan of the buckets meets no empty one).
+_BUCKETS = f"""
+INSERT INTO {HolderBucket._meta.db_table} AS b (lat_id, key, holders)
+SELECT %s, u.key, u.change FROM unnest(%s::smallint[], %s::integer[]) AS u(key, change)
+ON CONFLICT (lat_id, key) DO UPDATE SET holders = b.holders + EXCLUDED.holders
+RETURNING b.key, b.holders
+"""
+
+
+def _move_buckets(lat: Lat, changes: dict[int, int]) -> None:
+    """Add the changes to the LAT's bucket counts (key: holders in less holders out)."""
+    if not changes:
+        return
+    keys = sorted(changes)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_BUCKETS, [lat.id, keys, [changes[k] for k in keys]])
+            after = dict(cursor.fetchall())
+    else:
+        stored = dict(
+            HolderBucket.objects.filter(lat=lat, key__in=keys).values_list("key", "holders")
+        )
+        after = {k: stored.get(k, 0) + changes[k] for k in keys}
+        HolderBucket.objects.bulk_create(
+            [HolderBucket(lat=lat, key=k, holders=n) for k, n in after.items()],
+            update_conflicts=True,
+            unique_fields=("lat", "key"),
+            update_fields=("holders",),
+        )
+    if any(n < 0 for n in after.values()):
+        raise ValueError(f"a holder bucket of {lat.proxy_address} would count below zero")
+    if emptied := [k for k, n in after.items() if n == 0]:
+        HolderBucket.objects.filter(lat=lat, key__in=emptied).delete()

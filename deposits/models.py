@@ -187,7 +187,8 @@ class Holder(models.Model):
     """A LAT balance, kept exactly from the LAT's `Transfer` events. A row stays once its
     balance is back to zero: it records that the address held the LAT once (`first_block`)."""
 
-    lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="holders")
+    # No index of its own: the unique (lat, address) leads with it.
+    lat = models.ForeignKey(Lat, on_delete=models.CASCADE, related_name="holders", db_index=False)
     # Lower-case hex: the listing's tie-break is lower-case hex order (served checksummed).
     address = models.CharField(max_length=42)
     balance = UintField()
@@ -221,3 +222,58 @@ class HolderTally(models.Model):
 
     def __str__(self) -> str:
         return f"{self.lat_id}: {self.holders} holders"
+
+
+# The holders' rank buckets. A balance above zero keeps its HOLDER_BUCKET_BITS + 1 leading
+# binary digits (the mantissa, 16..31 for 4 bits) and the count of those it drops (the shift):
+# its bucket's key is shift * 16 + mantissa, and the bucket holds the balances from
+# mantissa << shift up to, not including, (mantissa + 1) << shift. Balances below 32 are their
+# own bucket (shift 0, keys 1..31). The key grows with the balance, so the buckets in key order
+# are the holders in balance order; a bucket spans at most 1/16 of its lowest balance, and a
+# uint256 balance has one of 31 + 16 * 251 = 4,047 keys.
+HOLDER_BUCKET_BITS = 4
+_LEAD = 1 << HOLDER_BUCKET_BITS
+
+
+def holder_bucket(balance: int) -> int:
+    """The rank bucket's key of a balance above zero."""
+    shift = max(0, balance.bit_length() - HOLDER_BUCKET_BITS - 1)
+    return shift * _LEAD + (balance >> shift)
+
+
+def holder_bucket_floors() -> list[int]:
+    """The lowest balance of each bucket, in key order from key 1: `width_bucket(balance,
+    floors)` in PostgreSQL is a balance's key (the migration and bulk fills use it)."""
+    floors = list(range(1, 2 * _LEAD))
+    for shift in range(1, 256 - HOLDER_BUCKET_BITS):
+        floors += [m << shift for m in range(_LEAD, 2 * _LEAD)]
+    return floors
+
+
+class HolderBucket(models.Model):
+    """How many holders (balance above zero) a LAT has in one balance range (see
+    holder_bucket), kept by the indexer in the transaction that moves the balances, and moved
+    back with them on a reorg. A bucket that empties is deleted.
+
+    A page of the holders at any depth is then two index lookups: the LAT's buckets from the
+    highest key down with a running sum of their counts find the bucket where the page starts
+    and how many holders rank above it; the holders' rank index is read from that bucket's
+    upper balance down with an OFFSET of the holders before the page inside the bucket. The
+    worst case is many holders whose balances share one bucket (equal balances, e.g. an
+    airdrop of one amount): that OFFSET walks up to the bucket's count."""
+
+    # Indexed by the unique (lat, key) constraint, which the pages scan.
+    lat = models.ForeignKey(
+        Lat, on_delete=models.CASCADE, related_name="holder_buckets", db_index=False
+    )
+    key = models.PositiveSmallIntegerField(help_text="holder_bucket of the balances counted.")
+    # Signed: an upsert's proposed row carries the (maybe negative) change.
+    holders = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=("lat", "key"), name="holder_bucket_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lat_id}: {self.holders} in bucket {self.key}"

@@ -50,7 +50,14 @@ class HolderListView(ConditionalReadMixin, APIView):
             "Every address whose LAT balance is above zero at the last indexed block, built "
             "from the LAT's `Transfer` events (mints from the zero address, burns to it; the "
             "zero address is never a holder). Ordered by balance descending, then address "
-            "ascending in lower-case hex order. `meta.total` is the number of holders."
+            "ascending in lower-case hex order. `meta.total` is the number of holders; a "
+            "`skip` at or beyond it gives an empty `data`.\n\n"
+            "Any depth costs about what the first page does: the service keeps, with the "
+            "balances, how many holders fall in each narrow balance range (a range spans at "
+            "most 1/16 of its lowest balance), and starts the page at the range where `skip` "
+            "falls. The exception is a page deep inside many holders whose balances share one "
+            "range (equal balances, e.g. an airdrop of one amount): it costs in proportion to "
+            "how many of them come before it."
         ),
         parameters=[
             _LAT_PATH,
@@ -60,9 +67,9 @@ class HolderListView(ConditionalReadMixin, APIView):
         responses={200: s.HolderListSerializer, **error_responses(*READ_ERRORS)},
     )
     def get(self, request, address: str):
-        lat = lat_row(address=parse_address(address, field="address"))
+        lat = parse_address(address, field="address")
         skip, take = parse_skip(request.query_params), parse_take(request.query_params)
-        rows, total = selectors.holder_page(lat=lat, skip=skip, take=take)
+        rows, total = selectors.holder_page(lat_address=lat, skip=skip, take=take)
         return Response({"data": rows, "meta": {"total": total, "skip": skip, "take": take}})
 
 

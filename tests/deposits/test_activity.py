@@ -8,14 +8,17 @@ service's tables. A reorg made with evm_snapshot/evm_revert must leave the same 
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from django.core.management import call_command
 
-from deposits.models import DepositCheckpoint, Holder, HolderTally
+from deposits import activity_selectors
+from deposits.models import DepositCheckpoint, Holder, HolderBucket, HolderTally
 from tests.chainreads import chain_balances, chain_events
+from tests.deposits.test_holder_rank import key_by_digits
 from tests.served import served_events, served_holders
 
 pytestmark = [pytest.mark.django_db, pytest.mark.chain]
@@ -63,6 +66,25 @@ def assert_holders_equal_the_chain(chain, api, manifest) -> None:
     assert served == sorted(holding.items(), key=lambda item: (-item[1], item[0].lower()))
     tally = HolderTally.objects.get(lat__proxy_address=manifest["proxyAddress"])
     assert (tally.holders, tally.ever) == (len(holding), len(balances))
+    assert_deep_pages_equal_the_chain(api, manifest, holding)
+
+
+def assert_deep_pages_equal_the_chain(api, manifest, holding: dict[str, int]) -> None:
+    """Pages at every skip through the rank buckets (deposits.models.HolderBucket), whose
+    counts equal those of balanceOf at the indexed block."""
+    lat = manifest["proxyAddress"]
+    order = sorted(holding.items(), key=lambda item: (-item[1], item[0].lower()))
+    buckets = dict(
+        HolderBucket.objects.filter(lat__proxy_address=lat).values_list("key", "holders")
+    )
+    assert buckets == dict(Counter(key_by_digits(b) for b in holding.values()))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(activity_selectors, "SHALLOW_SKIP", 0)
+        for skip in range(len(order) + 2):
+            body = api.get(f"/lat/{lat}/holders", {"skip": skip, "take": 3}).json()
+            served = [(row["address"], int(row["balance"])) for row in body["data"]]
+            assert served == order[skip : skip + 3]
+            assert body["meta"]["total"] == len(order)
 
 
 def act(chain, manifest) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Migration deposits 0004 on stored deposits: the counts are filled from the rows, and going
+"""Migration deposits 0005 on stored deposits: the counts are filled from the rows, and going
 back ranks the rows densely again as `seq` did."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from tests.storedcounts import assert_deposit_counts_match_rows
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("migrations")]
 
-BEFORE = [("deposits", "0003_events_holders")]
-AFTER = [("deposits", "0004_deposit_order")]
+BEFORE = [("deposits", "0004_holder_buckets")]
+AFTER = [("deposits", "0005_deposit_order")]
 
 
 def migrate(targets):

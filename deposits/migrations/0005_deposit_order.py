@@ -42,7 +42,7 @@ def _count_key(field: str) -> models.Index:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("deposits", "0003_events_holders"),
+        ("deposits", "0004_holder_buckets"),
         ("lats", "0005_chain_head_oracle"),
     ]
 
@@ -101,6 +101,11 @@ class Migration(migrations.Migration):
             model_name="deposit",
             name="lat",
             field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="deposits", to="lats.lat"),
+        ),
+        migrations.AlterField(
+            model_name="holder",
+            name="lat",
+            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="holders", to="lats.lat"),
         ),
         migrations.AlterField(
             model_name="event",

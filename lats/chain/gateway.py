@@ -10,6 +10,7 @@ settings (only `gateway_for` reads them).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,6 +19,7 @@ from eth_utils import to_checksum_address
 
 from lats.chain.abi import Function, decode_revert, event, function
 from lats.chain.activity import ActivityLog, activity_decoder, activity_topics
+from lats.chain.deadline import DeadlineClient
 from lats.chain.errors import ChainCallReverted, ChainError, ChainUnavailable
 from lats.chain.results import (
     Block,
@@ -393,19 +395,33 @@ class Gateway:
         fn = function("LiquidToken", "deposit")
         return "0x" + fn.encode(list(assets), list(amounts), receiver).hex()
 
-    def simulate_deposit(self, *, lat: str, calldata: str, sender: str) -> Simulation:
-        """eth_call, eth_estimateGas and eth_gasPrice in one JSON-RPC batch, at the latest block.
+    @functools.cached_property
+    def deadline_client(self) -> DeadlineClient:
+        """The node's JSON-RPC within a caller's deadline (simulate_deposit's route)."""
+        url = getattr(self.w3.provider, "endpoint_uri", None)
+        if not isinstance(url, str):
+            raise ChainUnavailable("a simulation needs a node reached over HTTP")
+        return DeadlineClient(url, chain=self.transport.chain)
+
+    def simulate_deposit(
+        self, *, lat: str, calldata: str, sender: str, deadline: float
+    ) -> Simulation:
+        """eth_call, eth_estimateGas and eth_gasPrice in one JSON-RPC batch, at the latest block,
+        answered by `deadline` (a time.monotonic() value) or given up then, in the caller's
+        thread (lats/chain/deadline.py).
 
         A revert of either call is a `Simulation` with `success=False` and the decoded reason;
-        only a node that cannot be reached or answers garbage raises (`ChainUnavailable`).
+        only a node that cannot be reached, answers garbage or is too slow raises
+        (`ChainUnavailable`; past the deadline, caused by a TimeoutError).
         """
         tx = {"from": sender, "to": lat, "data": calldata, "value": "0x0"}
-        call, gas, price = self.transport.batch(
+        call, gas, price = self.deadline_client.batch(
             [
                 ("eth_call", [tx, "latest"]),
                 ("eth_estimateGas", [tx, "latest"]),
                 ("eth_gasPrice", []),
-            ]
+            ],
+            deadline=deadline,
         )
         for result in (call, gas, price):
             if isinstance(result, ChainUnavailable):

@@ -270,4 +270,4 @@ class DepositSimulateView(APIView):
         body = json_object_body(request)
         deposit = restaking.deposit_request_parse(address=address, body=body, with_sender=True)
         simulation = restaking.deposit_simulate(request=deposit)
-        return Response(s.DepositSimulationSerializer(simulation).data)
+        return Response(s.deposit_simulation_data(simulation))

@@ -169,6 +169,32 @@ def test_one_connection_carries_every_batch_and_a_closed_one_is_replaced(node):
     client.close()
 
 
+def test_the_request_leaves_in_one_write():
+    """Headers and body in one write: the node reads the whole request at its first read."""
+    server = socket.create_server(("127.0.0.1", 0))
+    first_reads: list[bytes] = []
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            first_reads.append(conn.recv(65536))
+            reply = json.dumps([{"jsonrpc": "2.0", "id": 0, "result": "0x1"}]).encode()
+            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(reply)}\r\n\r\n".encode()
+            conn.sendall(head + reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        client = DeadlineClient(f"http://127.0.0.1:{server.getsockname()[1]}")
+        assert client.batch([("eth_chainId", [])], deadline=within(5)) == ["0x1"]
+        thread.join(5)
+    finally:
+        server.close()
+    head, _, body = first_reads[0].partition(b"\r\n\r\n")
+    assert head.startswith(b"POST / HTTP/1.1\r\n")
+    assert json.loads(body) == [{"jsonrpc": "2.0", "method": "eth_chainId", "params": [], "id": 0}]
+
+
 def test_concurrent_callers_each_get_a_connection(node):
     client = DeadlineClient(node.url)
     answers: list[Any] = []

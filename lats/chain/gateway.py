@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from eth_utils import to_checksum_address
 
+from lats.chain import depositcall
 from lats.chain.abi import Function, decode_revert, event, function
 from lats.chain.activity import ActivityLog, activity_decoder, activity_topics
 from lats.chain.deadline import DeadlineClient
@@ -392,8 +393,7 @@ class Gateway:
 
     @staticmethod
     def deposit_calldata(*, assets: Sequence[str], amounts: Sequence[int], receiver: str) -> str:
-        fn = function("LiquidToken", "deposit")
-        return "0x" + fn.encode(list(assets), list(amounts), receiver).hex()
+        return "0x" + depositcall.deposit_calldata(assets, amounts, receiver).hex()
 
     @functools.cached_property
     def deadline_client(self) -> DeadlineClient:
@@ -443,11 +443,11 @@ class Gateway:
                 gas=GasQuote(0, gas_price),
             )
         try:
-            (shares,) = function("LiquidToken", "deposit").decode(bytes.fromhex(call[2:]))
+            shares = depositcall.deposit_shares(bytes.fromhex(call[2:]))
             quote = GasQuote(gas_limit=int(gas, 16), gas_price=gas_price)
         except (TypeError, ValueError) as exc:
             raise ChainUnavailable("the node answered the simulation with garbage") from exc
-        return Simulation(success=True, shares=tuple(int(s) for s in shares), reason="", gas=quote)
+        return Simulation(success=True, shares=shares, reason="", gas=quote)
 
 
 # --- the calls of read_lat and read_nodes, and their answers as results -----------------------

@@ -3,9 +3,10 @@
 `deposit_request_parse` turns a path address and a parsed JSON body into a `DepositRequest`, or
 raises the API's 404/422 with a message naming the field and index. `deposit_build` encodes
 `deposit(address[],uint256[],address)` without calling any node; `deposit_simulate` runs it
-through the node once (one JSON-RPC batch), under a total deadline (`SIMULATE_TIMEOUT`) and with
-at most `SIMULATE_MAX_IN_FLIGHT` simulations waiting on a node per process. Nothing here imports
-web3: calldata and the node go through `lats.chain.gateway`. Nothing is written to the database.
+through the node once (one JSON-RPC batch, sent from the request's own thread), under a total
+deadline (`SIMULATE_TIMEOUT`) and with at most `SIMULATE_MAX_IN_FLIGHT` simulations waiting on a
+node per process. Nothing here imports web3: calldata and the node go through
+`lats.chain.gateway`. Nothing is written to the database.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NoReturn
@@ -319,45 +319,33 @@ def deposit_build(*, request: DepositRequest) -> DepositTransaction:
 
 
 class _NodeCalls:
-    """The simulations of this process that wait on a node: each runs on a thread of a bounded
-    pool, so that the request can give up at its deadline while the thread finishes. A thread
-    keeps its slot until its node call ends (the point of the bound: simulations hanging on a
-    dead node hold at most SIMULATE_MAX_IN_FLIGHT threads, never the server's workers).
-
-    Written here rather than taken from a library: a semaphore-bounded executor that refuses
-    instead of queueing is a dozen lines, and no library in the stack offers one.
-    """
+    """The simulations of this process waiting on a node, at most SIMULATE_MAX_IN_FLIGHT: a
+    further one is refused at once rather than queued. Each waits in its own request's thread,
+    its node call bounded by the deadline at the socket (lats/chain/deadline.py), so a slot is
+    held at most SIMULATE_TIMEOUT and a dead node never holds more than that many server
+    threads."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pid = 0
         self._busy = 0
-        self._pool: ThreadPoolExecutor | None = None
-        self._size = 0
 
     @property
     def busy(self) -> int:
         return self._busy
 
-    def submit(self, fn: Callable[[], Any]) -> Future | None:
-        """`fn` started on a free slot, or None when every slot is taken."""
+    def acquire(self) -> bool:
+        """Take a slot; False when every slot is taken."""
         limit = max(int(settings.SIMULATE_MAX_IN_FLIGHT), 1)
         with self._lock:
-            if self._pid != os.getpid():  # a forked server worker inherits no threads
-                self._pid, self._busy, self._pool, self._size = os.getpid(), 0, None, 0
+            if self._pid != os.getpid():  # a forked server worker starts with none in flight
+                self._pid, self._busy = os.getpid(), 0
             if self._busy >= limit:
-                return None
-            if self._pool is None or self._size < limit:  # first use, or the limit grew
-                if self._pool is not None:
-                    self._pool.shutdown(wait=False)  # its running threads finish on their own
-                self._pool = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="simulate")
-                self._size = limit
-            future = self._pool.submit(fn)
+                return False
             self._busy += 1
-        future.add_done_callback(self._release)
-        return future
+            return True
 
-    def _release(self, _future: Future) -> None:
+    def release(self) -> None:
         with self._lock:
             self._busy = max(self._busy - 1, 0)
 
@@ -395,23 +383,21 @@ def deposit_simulate(*, request: DepositRequest) -> DepositSimulation:
     lat = request.lat
     timeout = float(settings.SIMULATE_TIMEOUT)
     gateway = _simulation_gateway(lat, timeout)
-    call = functools.partial(
-        gateway.simulate_deposit,
-        lat=lat.proxy_address,
-        calldata=deposit_calldata(request=request),
-        sender=request.sender,
-    )
-    started = time.monotonic()
-    future = node_calls.submit(call)
-    if future is None:
+    calldata = deposit_calldata(request=request)
+    if not node_calls.acquire():
         logger.warning("simulate-deposit %s: every simulation slot is taken", lat.proxy_address)
         raise SimulationsBusy(retry_after=max(math.ceil(timeout), 1))
+    started = time.monotonic()
     try:
-        simulation = future.result(timeout=timeout)
-    except (TimeoutError, ChainUnavailable) as exc:
-        # Past the deadline, the node did not answer in time, whichever fired first: the wait
-        # here, or the node call's own socket timeout (the same length, started a bit later).
-        if isinstance(exc, ChainUnavailable) and time.monotonic() - started < timeout:
+        simulation = gateway.simulate_deposit(
+            lat=lat.proxy_address,
+            calldata=calldata,
+            sender=request.sender,
+            deadline=started + timeout,
+        )
+    except ChainUnavailable as exc:
+        # Past the deadline the node did not answer in time, whatever the last socket saw.
+        if time.monotonic() - started < timeout:
             _node_unreachable(lat, exc)
         logger.warning(
             "simulate-deposit %s on chain %s: no answer within %ss",
@@ -420,6 +406,8 @@ def deposit_simulate(*, request: DepositRequest) -> DepositSimulation:
             timeout,
         )
         raise Unavailable(NODE_TOO_SLOW.format(seconds=timeout)) from exc
+    finally:
+        node_calls.release()
     scale = Decimal(10) ** LAT_DECIMALS
     return DepositSimulation(
         success=simulation.success,

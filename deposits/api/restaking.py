@@ -24,7 +24,7 @@ from deposits.api import restaking_serializers as s
 from latsite.api.fields import ErrorSerializer
 from latsite.api.params import address_path_parameter
 from latsite.api.schema import OPTIONAL_API_KEY, error_responses
-from latsite.api.throttling import ClientRateThrottle, SimulateRateThrottle
+from latsite.api.throttling import SimulateThrottle
 from latsite.errors import MalformedRequest
 from latsite.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 
@@ -197,7 +197,8 @@ _FEES_EXAMPLE = {"managementFee": 2.5, "performanceFee": 10.0}
 
 class DepositSimulateView(APIView):
     parser_classes = [DepositBodyParser]
-    throttle_classes = [ClientRateThrottle, SimulateRateThrottle]
+    # The general limit and RATE_LIMIT_SIMULATE, counted in one round trip to Redis.
+    throttle_classes = [SimulateThrottle]
 
     @extend_schema(
         tags=[TAG],
@@ -269,4 +270,4 @@ class DepositSimulateView(APIView):
         body = json_object_body(request)
         deposit = restaking.deposit_request_parse(address=address, body=body, with_sender=True)
         simulation = restaking.deposit_simulate(request=deposit)
-        return Response(s.DepositSimulationSerializer(simulation).data)
+        return Response(s.deposit_simulation_data(simulation))

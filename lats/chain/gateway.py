@@ -11,6 +11,7 @@ settings (only `gateway_for` reads them).
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -18,8 +19,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from eth_utils import to_checksum_address
 
+from lats.chain import depositcall
 from lats.chain.abi import Function, decode_revert, event, function
 from lats.chain.activity import ActivityLog, activity_decoder, activity_topics
+from lats.chain.deadline import DeadlineClient
 from lats.chain.errors import ChainCallReverted, ChainError, ChainUnavailable
 from lats.chain.results import (
     Block,
@@ -457,22 +460,35 @@ class Gateway:
 
     @staticmethod
     def deposit_calldata(*, assets: Sequence[str], amounts: Sequence[int], receiver: str) -> str:
-        fn = function("LiquidToken", "deposit")
-        return "0x" + fn.encode(list(assets), list(amounts), receiver).hex()
+        return "0x" + depositcall.deposit_calldata(assets, amounts, receiver).hex()
 
-    def simulate_deposit(self, *, lat: str, calldata: str, sender: str) -> Simulation:
-        """eth_call, eth_estimateGas and eth_gasPrice in one JSON-RPC batch, at the latest block.
+    @functools.cached_property
+    def deadline_client(self) -> DeadlineClient:
+        """The node's JSON-RPC within a caller's deadline (simulate_deposit's route)."""
+        url = getattr(self.w3.provider, "endpoint_uri", None)
+        if not isinstance(url, str):
+            raise ChainUnavailable("a simulation needs a node reached over HTTP")
+        return DeadlineClient(url, chain=self.transport.chain)
+
+    def simulate_deposit(
+        self, *, lat: str, calldata: str, sender: str, deadline: float
+    ) -> Simulation:
+        """eth_call, eth_estimateGas and eth_gasPrice in one JSON-RPC batch, at the latest block,
+        answered by `deadline` (a time.monotonic() value) or given up then, in the caller's
+        thread (lats/chain/deadline.py).
 
         A revert of either call is a `Simulation` with `success=False` and the decoded reason;
-        only a node that cannot be reached or answers garbage raises (`ChainUnavailable`).
+        only a node that cannot be reached, answers garbage or is too slow raises
+        (`ChainUnavailable`; past the deadline, caused by a TimeoutError).
         """
         tx = {"from": sender, "to": lat, "data": calldata, "value": "0x0"}
-        call, gas, price = self.transport.batch(
+        call, gas, price = self.deadline_client.batch(
             [
                 ("eth_call", [tx, "latest"]),
                 ("eth_estimateGas", [tx, "latest"]),
                 ("eth_gasPrice", []),
-            ]
+            ],
+            deadline=deadline,
         )
         for result in (call, gas, price):
             if isinstance(result, ChainUnavailable):
@@ -494,11 +510,11 @@ class Gateway:
                 gas=GasQuote(0, gas_price),
             )
         try:
-            (shares,) = function("LiquidToken", "deposit").decode(bytes.fromhex(call[2:]))
+            shares = depositcall.deposit_shares(bytes.fromhex(call[2:]))
             quote = GasQuote(gas_limit=int(gas, 16), gas_price=gas_price)
         except (TypeError, ValueError) as exc:
             raise ChainUnavailable("the node answered the simulation with garbage") from exc
-        return Simulation(success=True, shares=tuple(int(s) for s in shares), reason="", gas=quote)
+        return Simulation(success=True, shares=shares, reason="", gas=quote)
 
 
 # --- the calls of read_lat and read_nodes, and their answers as results -----------------------

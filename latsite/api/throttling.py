@@ -8,6 +8,9 @@ address, or an IPv6 /64 network (one subscriber's allocation, within which addre
 to rotate). Requests with a bad key (unknown, disabled, expired) count per client address too,
 and past RATE_LIMIT_ANON in a window their keys are no longer even looked up (auth.py).
 
+Where a view has several limits (simulate-deposit), `CombinedRateThrottle` counts them in one
+round trip (one pipeline of INCR and EXPIRE per window).
+
 Limits fail open: while Redis cannot be reached (latsite/redisguard.py) every request is let
 through and the outage is logged at most once a minute per process.
 
@@ -25,6 +28,7 @@ import ipaddress
 import math
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -79,22 +83,40 @@ def _is_django_redis() -> bool:
 
 
 def _count(key: str, *, ttl: int) -> int:
-    """Add one to the window's counter and return it: one round trip to Redis (INCR and
-    EXPIRE in a pipeline); add-then-incr on other caches."""
+    """Add one to a window's counter and return it (see _count_many)."""
+    return _count_many([(key, ttl)])[0]
+
+
+def _count_many(counters: Sequence[tuple[str, int]]) -> list[int]:
+    """Add one to each (key, ttl) counter and return their totals: one round trip to Redis
+    (INCR and EXPIRE of every counter in one pipeline); add-then-incr on other caches."""
     if _is_django_redis():
         redis_cache: Any = cache  # django-redis's cache (checked above): .client is its own
         pipe = redis_cache.client.get_client(write=True).pipeline(transaction=False)
-        full_key = cache.make_key(key)
-        pipe.incr(full_key)
-        pipe.expire(full_key, ttl)  # the key names its window: renewing the TTL is harmless
-        used, _ = pipe.execute()
-        return int(used)
+        for key, ttl in counters:
+            full_key = cache.make_key(key)
+            pipe.incr(full_key)
+            pipe.expire(full_key, ttl)  # the key names its window: renewing the TTL is harmless
+        answers = pipe.execute()
+        return [int(used) for used in answers[::2]]
+    return [_count_locally(key, ttl=ttl) for key, ttl in counters]
+
+
+def _count_locally(key: str, *, ttl: int) -> int:
     cache.add(key, 0, timeout=ttl)
     try:
         return cache.incr(key)
     except ValueError:  # expired between add and incr
         cache.add(key, 1, timeout=ttl)
         return 1
+
+
+def count_windows(windows: Sequence[Window]) -> list[int] | None:
+    """Count one request in each window, in one round trip, and return their totals; None
+    while Redis is away."""
+    counters = [(window.key, window.ttl) for window in windows]
+    used = redisguard.call("rate limit", lambda: _count_many(counters))
+    return None if used is redisguard.UNAVAILABLE else used
 
 
 def _http_request(request):
@@ -131,8 +153,8 @@ class Window:
 
     def count(self) -> int | None:
         """Count one request and return the window's total; None while Redis is away."""
-        used = redisguard.call("rate limit", lambda: _count(self.key, ttl=self.ttl))
-        return None if used is redisguard.UNAVAILABLE else used
+        used = count_windows([self])
+        return None if used is None else used[0]
 
     def hit(self, request) -> bool:
         """Count one request and note it for the headers; whether it is within the limit
@@ -202,6 +224,46 @@ class SimulateRateThrottle(FixedWindowThrottle):
 
     def rejection_scope(self, ident: str) -> str:
         return "simulate"
+
+
+class CombinedRateThrottle(BaseThrottle):
+    """The limits of `throttle_classes` counted together, in one round trip to Redis, with the
+    same outcome as listing those classes in `throttle_classes` of a view: every limit counts the
+    request; it is refused when any is exceeded, after the longest wait of those exceeded; the
+    headers describe the window with the fewest requests left; each rejection is counted under
+    its own scope; all fail open while Redis is away."""
+
+    throttle_classes: tuple[type[FixedWindowThrottle], ...] = ()
+
+    def allow_request(self, request, view) -> bool:
+        throttles = [throttle_class() for throttle_class in self.throttle_classes]
+        idents, windows = [], []
+        for throttle in throttles:
+            rate, ident = throttle.limit_and_ident(request)
+            idents.append(ident)
+            windows.append(Window(throttle.scope, ident, rate))
+        self._wait = 0.0
+        counted = count_windows(windows)
+        if counted is None:
+            return True
+        exceeded = []
+        for throttle, ident, window, used in zip(throttles, idents, windows, counted, strict=True):
+            note_window(request, limit=window.limit, used=used, wait=window.wait)
+            if used > window.limit:
+                telemetry.rate_limit_rejected(throttle.rejection_scope(ident))
+                exceeded.append(window.wait)
+        self._wait = max(exceeded, default=0.0)
+        return not exceeded
+
+    def wait(self) -> float:
+        return self._wait
+
+
+class SimulateThrottle(CombinedRateThrottle):
+    """simulate-deposit's limits: ClientRateThrottle's and SimulateRateThrottle's, in one round
+    trip."""
+
+    throttle_classes = (ClientRateThrottle, SimulateRateThrottle)
 
 
 class BadKeyLimit:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+from decimal import Decimal
 
 import pytest
 from django.db import connection
@@ -18,6 +19,11 @@ from eth_abi import encode as abi_encode
 from eth_utils import keccak, to_checksum_address
 
 from deposits.api.restaking import DepositBodyParser
+from deposits.api.restaking_serializers import (
+    DepositSimulationSerializer,
+    deposit_simulation_data,
+)
+from deposits.restaking import DepositSimulation
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
 from latsite.errors import MalformedRequest
 from tests import factories as f
@@ -587,6 +593,68 @@ def test_schema_simulate_answers_at_the_top_level(openapi):
     assert set(_resolve(openapi, build["content"]["application/json"]["schema"])["properties"]) == {
         "data"
     }
+
+
+SUCCEEDED = DepositSimulation(
+    success=True,
+    amounts=(Decimal("0.998"), Decimal("2.725")),
+    reason="",
+    gas_limit=201532,
+    gas_price=1875000000,
+    management_fee=Decimal("2.5"),
+    performance_fee=Decimal("10"),
+)
+REVERTED = DepositSimulation(
+    success=False,
+    amounts=(),
+    reason="EnforcedPause()",
+    gas_limit=0,
+    gas_price=1875000000,
+    management_fee=Decimal("0"),
+    performance_fee=Decimal("0"),
+)
+
+
+@pytest.mark.parametrize(
+    ("simulation", "expected"),
+    [
+        (
+            SUCCEEDED,
+            {
+                "success": True,
+                "amounts": [0.998, 2.725],
+                "fees": {
+                    "gas": {
+                        "gasLimit": "201532",
+                        "gasPrice": "1875000000",
+                        "gasFee": "377872500000000",  # 201532 x 1875000000, by hand
+                    },
+                    "service": {"managementFee": 2.5, "performanceFee": 10.0},
+                },
+            },
+        ),
+        (
+            REVERTED,
+            {
+                "success": False,
+                "amounts": [],
+                "fees": {
+                    "gas": {"gasLimit": "0", "gasPrice": "1875000000", "gasFee": "0"},
+                    "service": {"managementFee": 0.0, "performanceFee": 0.0},
+                },
+                "reason": "EnforcedPause()",
+            },
+        ),
+    ],
+)
+def test_the_hand_built_simulation_body_is_the_documented_serializers(simulation, expected):
+    """The view builds its body directly (deposit_simulation_data); the serializer documents
+    it. Both give the answer written out here; the real answers are validated against the
+    schema in tests/e2e/test_direct_restaking.py."""
+    built = deposit_simulation_data(simulation)
+    assert built == expected
+    assert json.dumps(built) == json.dumps(expected)  # member order and JSON types too
+    assert built == DepositSimulationSerializer(simulation).data
 
 
 def test_schema_documents_the_cap_the_busy_refusal_and_the_deadline(openapi):

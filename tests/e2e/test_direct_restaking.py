@@ -10,6 +10,7 @@ requests each endpoint makes: none to build, one batch to simulate.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -18,8 +19,10 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import jsonschema
 import pytest
 from django.core.management import call_command
+from drf_spectacular.generators import SchemaGenerator
 from web3.logs import DISCARD
 
 from devchain.devnet import DEPLOYER, write_manifests
@@ -254,7 +257,23 @@ def _simulate(api, manifest, wallet, assets, amounts):
         },
     )
     assert response.status_code == 200, response.content
-    return response.json()
+    answer = response.json()
+    _simulation_schema().validate(answer)  # the body is built by hand: it must fit the schema
+    return answer
+
+
+@functools.cache
+def _simulation_schema() -> jsonschema.protocols.Validator:
+    """A validator of simulate-deposit's 200 body as the OpenAPI schema documents it, every
+    property required that the schema lists as required, none other allowed."""
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    operation = schema["paths"]["/lat/{address}/simulate-deposit"]["post"]
+    body = operation["responses"]["200"]["content"]["application/json"]["schema"]
+    components = {
+        name: {**component, "additionalProperties": False}
+        for name, component in schema["components"]["schemas"].items()
+    }
+    return jsonschema.Draft7Validator({**body, "components": {"schemas": components}})
 
 
 def _assert_reverted(chain, result: dict, reason: str) -> None:
@@ -395,10 +414,10 @@ def test_node_timing_out_is_a_500_after_the_timeout(api, chain, lat_eth, setting
     assert "did not answer in time" in error["message"]
     assert silent_node.url not in response.content.decode()
     assert 0.5 <= elapsed < 1.5
-    # It asked once, one batch, and gave up (no retries). The node call runs on a thread of its
-    # own, which on a loaded machine may reach the node only after the request gave up.
+    # It asked once, one batch, and gave up (no retries); the server thread that records the
+    # request may run late on a loaded machine.
     deadline = time.monotonic() + 5
     while not silent_node.bodies and time.monotonic() < deadline:
         time.sleep(0.01)
-    time.sleep(0.6)  # past the call's own socket timeout: no second request follows
+    time.sleep(0.6)  # past the deadline again: no second request follows
     assert methods(silent_node.bodies) == [["eth_call", "eth_estimateGas", "eth_gasPrice"]]

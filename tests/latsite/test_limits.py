@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
+import time
 import uuid
 
 import pytest
@@ -10,11 +12,18 @@ from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from django_redis import get_redis_connection
+from prometheus_client import REGISTRY
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 from rest_framework_api_key.models import APIKey
 
-from latsite.api.throttling import ClientRateThrottle, SimulateRateThrottle
+from latsite.api.throttling import (
+    ClientRateThrottle,
+    SimulateRateThrottle,
+    SimulateThrottle,
+    rate_limit_headers,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -33,8 +42,6 @@ def get(api, ip, path="/lat", **headers):
 def test_counters_live_in_redis(settings):
     assert settings.CACHES["default"]["BACKEND"] == "django_redis.cache.RedisCache"
     cache.set("probe", 1)
-    from django_redis import get_redis_connection
-
     assert get_redis_connection("default").exists(cache.make_key("probe"))
 
 
@@ -216,3 +223,110 @@ def test_simulate_has_its_own_limit_per_ip_and_per_key(settings, ip):
 def test_simulate_limit_defaults_to_20_a_minute(settings, ip):
     del settings.RATE_LIMIT_SIMULATE
     assert [simulate_allowed(settings, ip) for _ in range(21)] == [True] * 20 + [False]
+
+
+# --- simulate-deposit's two limits in one round trip ---------------------------------------------
+
+
+def simulate_request(ip, api_key=None) -> Request:
+    request = Request(APIRequestFactory().post("/simulate", REMOTE_ADDR=ip))
+    request._authenticator, request._user, request._auth = None, None, api_key
+    return request
+
+
+def redis_counter(scope: str, ident: str, seconds: int) -> int | None:
+    """The counter of the current window, read straight from Redis."""
+    key = f"{scope}:{ident}:{seconds}:{int(time.time() // seconds)}"
+    raw = get_redis_connection("default").get(cache.make_key(key))
+    return None if raw is None else int(raw)
+
+
+@pytest.fixture
+def round_trips(monkeypatch) -> list[bytes]:
+    """Every packed command sent to Redis from now on (a pipeline is one send)."""
+    from redis.connection import AbstractConnection
+
+    sent: list[bytes] = []
+    send = AbstractConnection.send_packed_command
+
+    def counting(self, command, check_health=True):
+        sent.append(command if isinstance(command, bytes) else b"".join(command))
+        return send(self, command, check_health)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counting)
+    return sent
+
+
+def rejections(scope: str) -> float:
+    """429s counted under `scope` by this process (the registry telemetry.py records in)."""
+    value = REGISTRY.get_sample_value("lat_rate_limit_rejections_total", {"scope": scope})
+    return value or 0.0
+
+
+@pytest.fixture
+def minute_left() -> None:
+    """At least 5 s left in the current minute (and so in the hour)."""
+    if 60 - time.time() % 60 < 5:
+        time.sleep(60 - time.time() % 60 + 0.05)
+
+
+def test_simulate_throttle_counts_both_limits_exactly_in_one_round_trip(
+    settings, ip, round_trips, minute_left
+):
+    settings.RATE_LIMIT_ANON = "5/min"
+    settings.RATE_LIMIT_SIMULATE = "3/min"
+    allowed, headers = [], []
+    for _ in range(4):
+        request = simulate_request(ip)
+        round_trips.clear()
+        allowed.append(SimulateThrottle().allow_request(request, None))
+        # One round trip: INCR and EXPIRE of each window in one pipeline.
+        (sent,) = round_trips
+        assert (sent.count(b"INCRBY"), sent.count(b"EXPIRE")) == (2, 2)
+        headers.append(rate_limit_headers(request._request))
+    assert allowed == [True, True, True, False]
+    # Each counter holds exactly the four requests, read back from Redis itself.
+    assert redis_counter("ratelimit", f"ip:{ip}", 60) == 4
+    assert redis_counter("ratelimit-simulate", f"ip:{ip}", 60) == 4
+    # The headers describe the tighter window: RATE_LIMIT_SIMULATE's 3, left 2, 1, 0, 0.
+    assert [(h["RateLimit-Limit"], h["RateLimit-Remaining"]) for h in headers] == [
+        ("3", "2"),
+        ("3", "1"),
+        ("3", "0"),
+        ("3", "0"),
+    ]
+
+
+def test_simulate_throttle_keeps_a_keys_counters_apart(settings, ip):
+    settings.RATE_LIMIT_KEYED = "10/min"
+    settings.RATE_LIMIT_SIMULATE = "2/min"
+    api_key, _ = APIKey.objects.create_key(name="simulating")
+    outcomes = [
+        SimulateThrottle().allow_request(simulate_request(ip, api_key), None) for _ in range(3)
+    ]
+    assert outcomes == [True, True, False]
+    assert redis_counter("ratelimit", f"key:{api_key.pk}", 60) == 3
+    assert redis_counter("ratelimit-simulate", f"key:{api_key.pk}", 60) == 3
+    assert redis_counter("ratelimit", f"ip:{ip}", 60) is None  # the address was not counted
+
+
+def test_simulate_throttle_waits_for_the_longest_window_exceeded(settings, ip, minute_left):
+    settings.RATE_LIMIT_ANON = "2/hour"
+    settings.RATE_LIMIT_SIMULATE = "1/min"
+    before = {scope: rejections(scope) for scope in ("anon", "simulate")}
+    throttle = SimulateThrottle()
+    assert throttle.allow_request(simulate_request(ip), None) is True
+    # Over RATE_LIMIT_SIMULATE only: the minute's end.
+    now = time.time()
+    assert throttle.allow_request(simulate_request(ip), None) is False
+    after = time.time()
+    assert math.ceil(60 - after % 60) <= math.ceil(throttle.wait()) <= math.ceil(60 - now % 60)
+    # Over both: the longer wait, the hour's end.
+    now = time.time()
+    assert throttle.allow_request(simulate_request(ip), None) is False
+    after = time.time()
+    wait = math.ceil(throttle.wait())
+    assert math.ceil(3600 - after % 3600) <= wait <= math.ceil(3600 - now % 3600)
+    # Each limit counted its own rejections: simulate twice, the general limit once.
+    assert rejections("simulate") - before["simulate"] == 2
+    assert rejections("anon") - before["anon"] == 1

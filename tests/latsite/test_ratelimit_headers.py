@@ -151,6 +151,29 @@ def test_no_headers_while_redis_is_down(api, dataset, settings, ip):
         redisguard.breaker.reset()
 
 
+def test_simulate_fails_open_without_headers_while_redis_is_down(api, dataset, settings, ip):
+    """Both of simulate-deposit's limits are counted in one round trip; with Redis gone neither
+    counts, the request is answered all the same, and no header is guessed."""
+    server = RedisServer()
+    server.start()
+    try:
+        settings.CACHES = cache_settings(server, settings)
+        redisguard.breaker.reset()
+        settings.RATE_LIMIT_ANON = "5/min"
+        settings.RATE_LIMIT_SIMULATE = "1/min"
+        response = api.post(SIMULATE, data={}, format="json", REMOTE_ADDR=ip)
+        assert response.status_code == 422
+        assert (response["RateLimit-Limit"], response["RateLimit-Remaining"]) == ("1", "0")
+        server.stop()
+        for _ in range(2):  # over RATE_LIMIT_SIMULATE, but nothing counts: fail open
+            response = api.post(SIMULATE, data={}, format="json", REMOTE_ADDR=ip)
+            assert response.status_code == 422
+            assert not RATE_HEADERS & set(response.headers)
+    finally:
+        server.close()
+        redisguard.breaker.reset()
+
+
 RATE_HEADERS = {"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"}
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import base64
 import functools
 import http.client
-import io
 import ipaddress
 import json
 import re
@@ -39,6 +38,7 @@ from typing import Any
 
 from django.conf import settings
 
+from latsite.deadline_io import DeadlineSocket
 from latsite.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 
 _CHUNK = 8192
@@ -295,42 +295,6 @@ class _Deadline:
         return left
 
 
-class _DeadlineSocket:
-    """What http.client needs of a socket, each operation given only what is left of the
-    deadline: a server trickling a byte at a time cannot stretch the fetch past it."""
-
-    def __init__(self, sock: socket.socket, deadline: _Deadline) -> None:
-        self._sock = sock
-        self._deadline = deadline
-
-    def sendall(self, data: bytes) -> None:
-        self._sock.settimeout(self._deadline.remaining())
-        self._sock.sendall(data)
-
-    def recv_into(self, buffer: memoryview) -> int:
-        self._sock.settimeout(self._deadline.remaining())
-        return self._sock.recv_into(buffer)
-
-    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
-        return io.BufferedReader(_DeadlineReader(self))
-
-    def close(self) -> None:
-        """Nothing: http.client closes the connection while the response is still being read;
-        the pinned connection's dispose() closes the socket once the fetch is done."""
-
-
-class _DeadlineReader(io.RawIOBase):
-    def __init__(self, sock: _DeadlineSocket) -> None:
-        super().__init__()
-        self._sock = sock
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        return self._sock.recv_into(buffer)
-
-
 class _PinnedConnection(http.client.HTTPConnection):
     """HTTP to the one address that was checked; the Host header still names the host."""
 
@@ -346,7 +310,7 @@ class _PinnedConnection(http.client.HTTPConnection):
         self._socket.settimeout(self._deadline.remaining())
         self._socket.connect(sockaddr)  # an address, never a name: no second resolution
         self._socket = self._secure(self._socket)
-        self.sock = _DeadlineSocket(self._socket, self._deadline)
+        self.sock = DeadlineSocket(self._socket, self._deadline.remaining)
 
     def _secure(self, sock: socket.socket) -> socket.socket:
         return sock

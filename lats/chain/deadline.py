@@ -28,7 +28,6 @@ from __future__ import annotations
 import base64
 import functools
 import http.client
-import io
 import json
 import os
 import select
@@ -43,54 +42,13 @@ from typing import Any
 
 import requests
 
-from lats.chain.errors import ChainError, ChainUnavailable
-from lats.chain.transport import check, error_kind
-from latsite.telemetry import UNKNOWN_CHAIN, RpcCall
+from lats.chain.errors import ChainUnavailable
+from lats.chain.transport import checked_batch
+from latsite.deadline_io import DeadlineSocket
+from latsite.telemetry import UNKNOWN_CHAIN
 
 MAX_IDLE = 8  # idle connections kept per node
 CONNECT_THREADS = 4  # threads per process that open connections
-
-
-class _DeadlineSocket:
-    """What http.client needs of a socket, each operation given only what is left of the
-    connection's current deadline (a time.monotonic() value)."""
-
-    def __init__(self, sock: socket.socket, connection: _Connection) -> None:
-        self.sock = sock
-        self._connection = connection
-
-    def _left(self) -> float:
-        left = self._connection.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the deadline passed")
-        return left
-
-    def sendall(self, data: bytes) -> None:
-        self.sock.settimeout(self._left())
-        self.sock.sendall(data)
-
-    def recv_into(self, buffer: Any) -> int:
-        self.sock.settimeout(self._left())
-        return self.sock.recv_into(buffer)
-
-    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
-        return io.BufferedReader(_DeadlineReader(self))
-
-    def close(self) -> None:
-        """Nothing: http.client closes a connection whose answer says so while that answer is
-        still being read; the client closes the socket once done (`_Connection.dispose`)."""
-
-
-class _DeadlineReader(io.RawIOBase):
-    def __init__(self, sock: _DeadlineSocket) -> None:
-        super().__init__()
-        self._sock = sock
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        return self._sock.recv_into(buffer)
 
 
 class _Connection(http.client.HTTPConnection):
@@ -118,7 +76,14 @@ class _Connection(http.client.HTTPConnection):
     def connect(self) -> None:
         super().connect()
         self.raw = self.sock
-        self.sock = _DeadlineSocket(self.sock, self)
+        self.sock = DeadlineSocket(self.sock, self._left)
+
+    def _left(self) -> float:
+        """Seconds left before this request's deadline; TimeoutError once none are."""
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the deadline passed")
+        return left
 
     def idle(self) -> bool:
         """Open and silent: nothing to read (the node's close, or anything unasked) yet."""
@@ -208,20 +173,7 @@ class DeadlineClient:
     def batch(self, calls: Sequence[tuple[str, list[Any]]], *, deadline: float) -> list[Any]:
         """One JSON-RPC batch, answered by `deadline` (time.monotonic()); each item is its
         result or the ChainError it stands for, as `Transport.batch` gives them."""
-        with RpcCall(self.chain, [method for method, _ in calls], batch=True) as call:
-            try:
-                responses = self._responses(calls, deadline)
-            except ChainError as exc:
-                call.failed(error_kind(exc))
-                raise
-            out: list[Any] = []
-            for response, (method, _) in zip(responses, calls, strict=True):
-                try:
-                    out.append(check(response, method))
-                except ChainError as exc:
-                    call.failed(error_kind(exc), [method])
-                    out.append(exc)
-            return out
+        return checked_batch(self.chain, calls, lambda batch: self._responses(batch, deadline))
 
     def _responses(self, calls: Sequence[tuple[str, list[Any]]], deadline: float) -> list[Any]:
         body = json.dumps(

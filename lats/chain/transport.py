@@ -8,7 +8,7 @@ URL (it holds API keys)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import requests
@@ -117,20 +117,7 @@ class Transport:
         return out
 
     def _batch_chunk(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
-        with RpcCall(self.chain, [method for method, _ in calls], batch=True) as call:
-            try:
-                responses = self._send_batch(calls)
-            except ChainError as exc:
-                call.failed(error_kind(exc))
-                raise
-            out: list[Any] = []
-            for response, (method, _) in zip(responses, calls, strict=True):
-                try:
-                    out.append(check(response, method))
-                except ChainError as exc:
-                    call.failed(error_kind(exc), [method])
-                    out.append(exc)
-            return out
+        return checked_batch(self.chain, calls, self._send_batch)
 
     def _send_batch(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
         try:
@@ -161,6 +148,30 @@ def http_web3(url: str, *, timeout: float) -> Web3:
         exception_retry_configuration=None,  # the jobs retry; web3 never does
     )
     return Web3(provider)
+
+
+def checked_batch(
+    chain: str,
+    calls: Sequence[tuple[str, list[Any]]],
+    send: Callable[[Sequence[tuple[str, list[Any]]]], list[Any]],
+) -> list[Any]:
+    """One JSON-RPC batch sent by `send` (its answers in request order), timed and counted:
+    each item is its result or the ChainError it stands for; a batch that failed as a whole
+    raises."""
+    with RpcCall(chain, [method for method, _ in calls], batch=True) as call:
+        try:
+            responses = send(calls)
+        except ChainError as exc:
+            call.failed(error_kind(exc))
+            raise
+        out: list[Any] = []
+        for response, (method, _) in zip(responses, calls, strict=True):
+            try:
+                out.append(check(response, method))
+            except ChainError as exc:
+                call.failed(error_kind(exc), [method])
+                out.append(exc)
+        return out
 
 
 def rpc_url_for(chain_id: int, *, urls: dict[int, str], default: str) -> str:

@@ -265,10 +265,70 @@ def lat_document(record: LatRecord) -> dict:
     }
 
 
-def lat_documents_grouped(records: list[LatRecord]) -> dict[str, list[dict]]:
+# GET /lat: only what the list's documents show, the uint256 columns as the decimal text they
+# are served as (NUMERIC(78, 0) has no fraction to print; SQLite stores that very text). Fewer,
+# simpler values than the records' statement: the list is every LAT with every token.
+_LIST_SQL = f"""
+SELECT l.id, l.proxy_address, l.implementation_address, l.name, l.symbol, a.address,
+    l.chain_id, l.max_nodes, l.contract_deployments, l.base_asset, l.base_asset_symbol,
+    l.group_override, t.address, lt.strategy_address, CAST(lt.volatility_threshold AS TEXT),
+    CAST(lt.price_per_unit AS TEXT), lt.decimals
+FROM {RECORD_FROM}
+ORDER BY {RECORD_ORDER}
+"""
+
+
+def lat_list_documents() -> list[tuple[str, dict]]:
+    """Every LAT's document (`lat_document`'s) with its group, in chain id, address order (one
+    statement)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_LIST_SQL)
+        rows = cursor.fetchall()
+    out: list[tuple[str, dict]] = []
+    lat_id = None
+    for row in rows:
+        if row[0] != lat_id:
+            lat_id = row[0]
+            group = Lat.group_of(
+                base_asset=row[9], base_asset_symbol=row[10], group_override=row[11]
+            )
+            out.append((group, _listed_lat(row)))
+        if row[12] is not None:
+            out[-1][1]["tokens"].append(
+                {
+                    "address": row[12],
+                    "strategyAddress": row[13],
+                    "volatilityThreshold": row[14],
+                    "pricePerUnit": row[15],
+                    "decimals": row[16],
+                }
+            )
+    return out
+
+
+def _listed_lat(row: tuple) -> dict:
+    deployments = _json(row[8]) or {}
+    return {
+        "proxyAddress": row[1],
+        "implementationAddress": row[2],
+        "name": row[3],
+        "symbol": row[4],
+        "avsAddress": row[5],
+        "chainId": row[6],
+        "maxNodes": row[7],
+        "contractDeployments": {
+            "implementation": dict(deployments.get("implementation") or {}),
+            "proxy": dict(deployments.get("proxy") or {}),
+        },
+        "tokens": [],
+    }
+
+
+def lat_list_grouped(documents: list[tuple[str, dict]]) -> dict[str, list[dict]]:
+    """The list's documents under their group keys, each group present (possibly empty)."""
     groups: dict[str, list[dict]] = {choice: [] for choice in Lat.Group.values}
-    for record in records:
-        groups.setdefault(record.group, []).append(lat_document(record))
+    for group, document in documents:
+        groups.setdefault(group, []).append(document)
     return groups
 
 

@@ -49,10 +49,10 @@ class LatListView(ConditionalReadMixin, APIView):
         grouped = parse_toggle(request.query_params, "withGrouping")
 
         def build() -> dict:
-            records = selectors.lat_records()
+            documents = selectors.lat_list_documents()
             if grouped:
-                return {"data": selectors.lat_documents_grouped(records)}
-            return {"data": [selectors.lat_document(record) for record in records]}
+                return {"data": selectors.lat_list_grouped(documents)}
+            return {"data": [document for _, document in documents]}
 
         return Response(cached_document(f"lat-list:{grouped}", build))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from django.db import connection
 from django.db.models import Prefetch, QuerySet
@@ -154,7 +155,7 @@ def _uint(value: Decimal | str) -> Decimal:
     return value if type(value) is Decimal else Decimal(value)
 
 
-def _json(value: str | dict | list) -> dict | list:
+def _json(value: Any) -> Any:
     """A JSONField's column: Django has the database drivers hand it over as text."""
     return json.loads(value) if isinstance(value, str) else value
 

@@ -84,7 +84,8 @@ def test_lat_without_tokens(api, dataset):
     assert listed[2]["tokens"] == []
     assert listed[2]["contractDeployments"] == {"implementation": {}, "proxy": {}}
     body = api.get(f"/lat/{A(0x1009)}{DETAIL}").json()
-    assert body["tokens"] == [] and body["assets"] == []
+    assert body["tokens"] == []
+    assert body["assets"] == []
     assert body["tvl"] == {
         "tvl": 0.0,
         "unstakedTvl": 0.0,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import json
+from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
+from django.db import connection
 from django.db.models import Prefetch, QuerySet
 
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
@@ -43,7 +46,7 @@ def lat_row(*, address: str) -> Lat:
     return lat
 
 
-# --- LAT records: the hot reads (endpoints 1 and 2), plain rows in two queries -------------
+# --- LAT records: the hot reads (endpoints 1 and 2), plain rows in one statement -----------
 
 
 @dataclass(frozen=True)
@@ -94,27 +97,6 @@ class LatRecord:
         )
 
 
-_LAT_COLUMNS = (
-    "id",
-    "proxy_address",
-    "implementation_address",
-    "name",
-    "symbol",
-    "avs_id",
-    "avs__address",
-    "chain_id",
-    "max_nodes",
-    "contract_deployments",
-    "base_asset",
-    "base_asset_symbol",
-    "group_override",
-    "unit_eth_price",
-    "total_assets",
-    "total_supply",
-    "apys",
-)
-# LatRecord's fields in _LAT_COLUMNS' order (all but its tokens).
-_RECORD_FIELDS = tuple(f.name for f in fields(LatRecord) if f.name != "tokens")
 _LINK_COLUMNS = (
     "lat_id",
     "token_id",
@@ -142,19 +124,110 @@ def token_links(*, lat_ids: list[int] | None = None) -> dict[int, list[TokenLink
     return out
 
 
+# The LAT records in one statement, plain SQL: the ORM would spend longer compiling the query
+# than PostgreSQL spends answering it, and these are the reads a live service serves most
+# often uncached (every indexed change invalidates the read documents). One row per supported
+# token (one with null token columns for a LAT that supports none): LatRecord's fields in
+# order (the AVS address from the AVS row), then TokenLink's. The same ORDER BY as the ORM's
+# (chain id, proxy address; a LAT's tokens by address). Callers may add columns after these
+# (`RECORD_WIDTH` of them come first) and conditions on `l` (the LAT), `a` (its AVS), `lt` (the
+# link) and `t` (the token).
+RECORD_COLUMNS = """
+    l.id, l.proxy_address, l.implementation_address, l.name, l.symbol, l.avs_id, a.address,
+    l.chain_id, l.max_nodes, l.contract_deployments, l.base_asset, l.base_asset_symbol,
+    l.group_override, l.unit_eth_price, l.total_assets, l.total_supply, l.apys,
+    lt.lat_id, lt.token_id, t.address, t.symbol, lt.strategy_address, lt.volatility_threshold,
+    lt.price_per_unit, lt.decimals, lt.balance, lt.queued_balance, t.base_apy, t.ref_id"""
+RECORD_FROM = f"""
+    {Lat._meta.db_table} l
+    JOIN {Avs._meta.db_table} a ON a.id = l.avs_id
+    LEFT JOIN {LatToken._meta.db_table} lt ON lt.lat_id = l.id
+    LEFT JOIN {Token._meta.db_table} t ON t.id = lt.token_id"""
+RECORD_ORDER = "l.chain_id, l.proxy_address, t.address"
+_LAT_WIDTH = 17  # LatRecord's fields but its tokens
+RECORD_WIDTH = _LAT_WIDTH + 12  # and TokenLink's
+_BASE_APY = Token._meta.get_field("base_apy")
+
+
+def _uint(value: Decimal | str) -> Decimal:
+    """A UintField's column as the ORM gives it: a Decimal (PostgreSQL's NUMERIC already is
+    one; SQLite stores the digits as text)."""
+    return value if type(value) is Decimal else Decimal(value)
+
+
+def _json(value: Any) -> Any:
+    """A JSONField's column: Django has the database drivers hand it over as text."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _record(row: tuple) -> LatRecord:
+    (id_, proxy, implementation, name, symbol, avs_id, avs, chain_id, max_nodes) = row[:9]
+    (deployments, base_asset, base_symbol, override, unit_price, assets, supply, apys) = row[9:17]
+    return LatRecord(
+        id_,
+        proxy,
+        implementation,
+        name,
+        symbol,
+        avs_id,
+        avs,
+        chain_id,
+        max_nodes,
+        _json(deployments),
+        base_asset,
+        base_symbol,
+        override,
+        _uint(unit_price),
+        _uint(assets),
+        _uint(supply),
+        _json(apys),
+        [],
+    )
+
+
+def _link(row: tuple) -> TokenLink:
+    (lat_id, token_id, address, symbol, strategy, threshold, price, decimals) = row[17:25]
+    (balance, queued, base_apy, ref_id) = row[25:RECORD_WIDTH]
+    return TokenLink(
+        lat_id,
+        token_id,
+        address,
+        symbol,
+        strategy,
+        _uint(threshold),
+        _uint(price),
+        decimals,
+        _uint(balance),
+        _uint(queued),
+        _BASE_APY.to_python(base_apy),
+        ref_id,
+    )
+
+
+def records_from_rows(rows: list[tuple]) -> list[tuple[LatRecord, list[tuple]]]:
+    """The records of a RECORD_COLUMNS statement's rows, each with its own rows (the columns
+    a caller added are read from those, one row per token)."""
+    out: list[tuple[LatRecord, list[tuple]]] = []
+    for row in rows:
+        if not out or out[-1][0].id != row[0]:
+            out.append((_record(row), []))
+        record, own = out[-1]
+        own.append(row)
+        if row[_LAT_WIDTH] is not None:
+            record.tokens.append(_link(row))
+    return out
+
+
 def lat_records(*, address: str | None = None) -> list[LatRecord]:
-    """Every LAT (or the one at `address`) with its tokens, in chain id, address order."""
-    lats = Lat.objects.order_by("chain_id", "proxy_address")
-    if address is not None:
-        lats = lats.filter(proxy_address=address)
-    rows = list(lats.values_list(*_LAT_COLUMNS))
-    if not rows:
-        return []
-    links = token_links(lat_ids=[row[0] for row in rows] if address is not None else None)
-    return [
-        LatRecord(**dict(zip(_RECORD_FIELDS, row, strict=True)), tokens=links.get(row[0], []))
-        for row in rows
-    ]
+    """Every LAT (or the one at `address`) with its tokens, in chain id, address order (one
+    statement)."""
+    where, params = ("WHERE l.proxy_address = %s", [address]) if address is not None else ("", [])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} {where} ORDER BY {RECORD_ORDER}", params
+        )
+        rows = cursor.fetchall()
+    return [record for record, _ in records_from_rows(rows)]
 
 
 def lat_record(*, address: str) -> LatRecord:
@@ -193,31 +266,71 @@ def lat_document(record: LatRecord) -> dict:
     }
 
 
-def lat_documents_grouped(records: list[LatRecord]) -> dict[str, list[dict]]:
+# GET /lat: only what the list's documents show, the uint256 columns as the decimal text they
+# are served as (NUMERIC(78, 0) has no fraction to print; SQLite stores that very text). Fewer,
+# simpler values than the records' statement: the list is every LAT with every token.
+_LIST_SQL = f"""
+SELECT l.id, l.proxy_address, l.implementation_address, l.name, l.symbol, a.address,
+    l.chain_id, l.max_nodes, l.contract_deployments, l.base_asset, l.base_asset_symbol,
+    l.group_override, t.address, lt.strategy_address, CAST(lt.volatility_threshold AS TEXT),
+    CAST(lt.price_per_unit AS TEXT), lt.decimals
+FROM {RECORD_FROM}
+ORDER BY {RECORD_ORDER}
+"""
+
+
+def lat_list_documents() -> list[tuple[str, dict]]:
+    """Every LAT's document (`lat_document`'s) with its group, in chain id, address order (one
+    statement)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_LIST_SQL)
+        rows = cursor.fetchall()
+    out: list[tuple[str, dict]] = []
+    lat_id = None
+    for row in rows:
+        if row[0] != lat_id:
+            lat_id = row[0]
+            group = Lat.group_of(
+                base_asset=row[9], base_asset_symbol=row[10], group_override=row[11]
+            )
+            out.append((group, _listed_lat(row)))
+        if row[12] is not None:
+            out[-1][1]["tokens"].append(
+                {
+                    "address": row[12],
+                    "strategyAddress": row[13],
+                    "volatilityThreshold": row[14],
+                    "pricePerUnit": row[15],
+                    "decimals": row[16],
+                }
+            )
+    return out
+
+
+def _listed_lat(row: tuple) -> dict:
+    deployments = _json(row[8]) or {}
+    return {
+        "proxyAddress": row[1],
+        "implementationAddress": row[2],
+        "name": row[3],
+        "symbol": row[4],
+        "avsAddress": row[5],
+        "chainId": row[6],
+        "maxNodes": row[7],
+        "contractDeployments": {
+            "implementation": dict(deployments.get("implementation") or {}),
+            "proxy": dict(deployments.get("proxy") or {}),
+        },
+        "tokens": [],
+    }
+
+
+def lat_list_grouped(documents: list[tuple[str, dict]]) -> dict[str, list[dict]]:
+    """The list's documents under their group keys, each group present (possibly empty)."""
     groups: dict[str, list[dict]] = {choice: [] for choice in Lat.Group.values}
-    for record in records:
-        groups.setdefault(record.group, []).append(lat_document(record))
+    for group, document in documents:
+        groups.setdefault(group, []).append(document)
     return groups
-
-
-_CURATED = {
-    "avsAddress": "address",
-    "metadataName": "metadata_name",
-    "metadataDescription": "metadata_description",
-    "metadataCommunityChat": "metadata_community_chat",
-    "metadataLogo": "metadata_logo",
-    "metadataMessaging": "metadata_messaging",
-    "metadataWebsite": "metadata_website",
-    "metadataSocial": "metadata_social",
-    "metadataCode": "metadata_code",
-    "metadataTokenAddress": "metadata_token_address",
-    "tags": "tags",
-}
-
-
-def curated_metadata(*, avs_id: int) -> dict:
-    row = Avs.objects.filter(id=avs_id).values_list(*_CURATED.values()).get()
-    return dict(zip(_CURATED, row, strict=True))
 
 
 def asset_documents(record: LatRecord) -> list[dict]:

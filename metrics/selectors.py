@@ -3,15 +3,28 @@ and its history (snapshots sampled at regular points)."""
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from django.db import connection
+
 from lats.models import Lat
-from lats.selectors import LatRecord, TokenLink
+from lats.selectors import (
+    RECORD_COLUMNS,
+    RECORD_FROM,
+    RECORD_ORDER,
+    RECORD_WIDTH,
+    LatRecord,
+    TokenLink,
+    records_from_rows,
+)
 from lats.values import to_eth
+from latsite.errors import NotFound
 from metrics.models import MetricSnapshot
-from operators.models import NodeAsset
+from operators.models import NodeAsset, StakerNode
 
 APY_WINDOWS = (
     "current",
@@ -130,9 +143,13 @@ class Tvl:
     tvl_assets_eth: dict[str, Decimal] = field(default_factory=dict)
 
 
-def lat_tvl(*, lat: Lat | LatRecord, links: list[TokenLink]) -> Tvl:
-    """TVL from stored balances and node shares (decisions.md, Values)."""
-    staked = staked_amounts(lat_id=lat.id)
+def lat_tvl(
+    *, lat: Lat | LatRecord, links: list[TokenLink], staked: dict[int, Decimal] | None = None
+) -> Tvl:
+    """TVL from stored balances and node shares (decisions.md, Values); `staked` as
+    `staked_amounts` gives it, read here when not given."""
+    if staked is None:
+        staked = staked_amounts(lat_id=lat.id)
     unstaked_eth = staked_eth = queued_eth = Decimal(0)
     assets: dict[str, Decimal] = {}
     assets_eth: dict[str, Decimal] = {}
@@ -173,3 +190,81 @@ def tvl_document(tvl: Tvl) -> dict:
         "tvlAssets": {k: float(v) for k, v in tvl.tvl_assets.items()},
         "tvlAssetsEth": {k: float(v) for k, v in tvl.tvl_assets_eth.items()},
     }
+
+
+# --- The LAT detail document's data in one statement -----------------------------------------
+
+CURATED_FIELDS = (
+    "metadataName",
+    "metadataDescription",
+    "metadataCommunityChat",
+    "metadataLogo",
+    "metadataMessaging",
+    "metadataWebsite",
+    "metadataSocial",
+    "metadataCode",
+    "metadataTokenAddress",
+    "tags",
+)
+# The LAT record's columns, then per token the amount its nodes stake (staked_amounts' sum),
+# then the AVS's curated metadata (CURATED_FIELDS' order). The sum is exact: NUMERIC in
+# PostgreSQL; SQLite's SUM would overflow 64 bits, so there the amounts come as one text,
+# comma-separated, and are summed here.
+_DETAIL_SQL = f"""
+SELECT {RECORD_COLUMNS},
+    (SELECT {{staked}} FROM {NodeAsset._meta.db_table} na
+     JOIN {StakerNode._meta.db_table} n ON n.id = na.node_id
+     WHERE n.lat_id = l.id AND na.token_id = lt.token_id),
+    a.metadata_name, a.metadata_description, a.metadata_community_chat, a.metadata_logo,
+    a.metadata_messaging, a.metadata_website, a.metadata_social, a.metadata_code,
+    a.metadata_token_address, a.tags
+FROM {RECORD_FROM}
+WHERE l.proxy_address = %s
+ORDER BY {RECORD_ORDER}
+"""
+
+
+@functools.cache
+def _detail_sql(vendor: str) -> str:
+    total = "group_concat(na.staked_amount)" if vendor == "sqlite" else "SUM(na.staked_amount)"
+    return _DETAIL_SQL.format(staked=total)
+
+
+@dataclass(frozen=True)
+class LatDetail:
+    record: LatRecord
+    staked: dict[int, Decimal]  # token id -> amount staked in the LAT's nodes (its tokens')
+    curated_metadata: dict  # the `curatedMetadata` member of the LAT detail
+
+
+def _staked_total(value: Decimal | str | None) -> Decimal:
+    if value is None:
+        return Decimal(0)
+    if isinstance(value, str):
+        return sum((Decimal(part) for part in value.split(",")), Decimal(0))
+    return value
+
+
+def lat_detail(*, address: str) -> LatDetail:
+    """The LAT at `address` with its tokens, what its nodes stake of each and its AVS's
+    curated metadata (one statement)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_detail_sql(connection.vendor), [address])
+        rows = cursor.fetchall()
+    if not rows:
+        raise NotFound(f"No LAT at {address}.")
+    ((record, own),) = records_from_rows(rows)
+    first = own[0]
+    curated = dict(zip(CURATED_FIELDS, first[RECORD_WIDTH + 1 :], strict=True))
+    if isinstance(curated["tags"], str):  # JSON text, as Django has the drivers hand it over
+        curated["tags"] = json.loads(curated["tags"])
+    tokens = own if record.tokens else []  # one row per token, or one for the LAT alone
+    staked = {
+        link.token_id: _staked_total(row[RECORD_WIDTH])
+        for link, row in zip(record.tokens, tokens, strict=True)
+    }
+    return LatDetail(
+        record=record,
+        staked=staked,
+        curated_metadata={"avsAddress": record.avs_address, **curated},
+    )

@@ -49,10 +49,10 @@ class LatListView(ConditionalReadMixin, APIView):
         grouped = parse_toggle(request.query_params, "withGrouping")
 
         def build() -> dict:
-            records = selectors.lat_records()
+            documents = selectors.lat_list_documents()
             if grouped:
-                return {"data": selectors.lat_documents_grouped(records)}
-            return {"data": [selectors.lat_document(record) for record in records]}
+                return {"data": selectors.lat_list_grouped(documents)}
+            return {"data": [document for _, document in documents]}
 
         return Response(cached_document(f"lat-list:{grouped}", build))
 
@@ -84,16 +84,19 @@ class LatDetailView(ConditionalReadMixin, APIView):
         with_rewards = parse_toggle(params, "withRewards")
 
         def build() -> dict:
-            record = selectors.lat_record(address=address)
+            detail = metrics_selectors.lat_detail(address=address)
+            record = detail.record
             document = selectors.lat_document(record)
             document["assets"] = selectors.asset_documents(record)
             if with_tvl:
-                tvl = metrics_selectors.lat_tvl(lat=record, links=record.tokens)
+                tvl = metrics_selectors.lat_tvl(
+                    lat=record, links=record.tokens, staked=detail.staked
+                )
                 document["tvl"] = metrics_selectors.tvl_document(tvl)
             if with_rewards:
                 document["apys"] = metrics_selectors.lat_apys(lat=record)
             if with_metadata:
-                document["curatedMetadata"] = selectors.curated_metadata(avs_id=record.avs_id)
+                document["curatedMetadata"] = detail.curated_metadata
             return document
 
         key = f"lat:{address}:{with_tvl}:{with_metadata}:{with_rewards}"

@@ -126,12 +126,12 @@ def test_unknown_query_parameters_are_ignored(api, dataset):
 
 
 def test_unexpected_failure_is_500_without_internals(dataset, monkeypatch, caplog):
-    from lats import selectors
+    from metrics import selectors
 
     def explode(**kwargs):
         raise RuntimeError("secret internals: postgres://user:pw@db/x")
 
-    monkeypatch.setattr(selectors, "lat_record", explode)
+    monkeypatch.setattr(selectors, "lat_detail", explode)
     client = Client(raise_request_exception=False)
     with caplog.at_level(logging.ERROR):
         response = client.get(f"/lat/{A(0x1001)}")

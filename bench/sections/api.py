@@ -12,6 +12,7 @@ import json
 import statistics
 import time
 
+from bench import dataset
 from bench.context import Context, SectionResult, Target
 from bench.load import LoadResult, children_of
 from bench.server import Server
@@ -23,7 +24,14 @@ MIN_UNCACHED_RATIO = 0.50  # the LAT list and detail with the document cache off
 # Rows measured on the server without the document cache: name -> the endpoint it loads.
 UNCACHED = {"lat list (uncached)": "lat list", "lat detail (uncached)": "lat detail"}
 MAX_DEEP_P50_FACTOR = 2.0  # the deep page's p50 within 2x the first page's
-PAIRED = ("deposits first page", "deposits deep page")
+# (first page, deep page): loaded together for the depth targets.
+PAIRS = (
+    ("deposits first page", "deposits deep page"),
+    ("deposits first page", "deposits cursor deep page"),
+    ("sender first page", "sender page 900"),
+)
+SENDER_TAKE = 100
+SENDER_PAGE = 900
 COLUMNS = ["endpoint", "req/s", "p50 ms", "p90 ms", "p99 ms", "vs baseline", "requests"]
 COLUMNS += ["errors", "CPU srv/db/gen/other", "req/CPU-s"]
 
@@ -31,13 +39,35 @@ COLUMNS += ["errors", "CPU srv/db/gen/other", "req/CPU-s"]
 def endpoints(ctx: Context) -> dict[str, str]:
     """Name: path of the baseline and the read endpoints."""
     lat = ctx.dataset().primary_lat
+    sender = dataset.address("user:0")  # a tenth of the deposits (dataset.WHALE_SHARE)
+    by_sender = f"/metrics/deposits?sender={sender}&take={SENDER_TAKE}"
+    sender_deep = (SENDER_PAGE - 1) * SENDER_TAKE
     return {
         "baseline": "/bench/baseline",
         "lat list": "/lat",
         "lat detail": f"/lat/{lat}?withTvl=true&withCuratedMetadata=true&withRewards=true",
         "deposits first page": "/metrics/deposits",
         "deposits deep page": f"/metrics/deposits?skip={_deep_skip(ctx)}",
+        "deposits cursor deep page": f"/metrics/deposits?cursor={_cursor(ctx, _deep_skip(ctx))}",
+        "sender first page": by_sender,
+        "sender page 900": f"{by_sender}&cursor={_cursor(ctx, sender_deep, sender=sender)}",
     }
+
+
+def _cursor(ctx: Context, position: int, *, sender: str | None = None) -> str:
+    """The cursor a client following the listing holds after `position` records: the key of
+    the record before them, read from the database (newest first)."""
+    from deposits.api.views import cursor_encode
+    from deposits.selectors import DepositKey
+
+    where, params = ("WHERE sender = %s", [sender]) if sender else ("", [])
+    with dataset.connect(ctx.db_url) as conn:
+        key = conn.execute(
+            f"SELECT block_number, log_index, chain_id FROM deposits_deposit {where}"
+            " ORDER BY block_number DESC, log_index DESC, chain_id DESC OFFSET %s LIMIT 1",
+            [*params, position - 1],
+        ).fetchone()
+    return cursor_encode(DepositKey(*key))
 
 
 def _deep_skip(ctx: Context) -> int:
@@ -66,6 +96,10 @@ def smoke(ctx: Context, name: str, status: int, body: bytes) -> str | None:
         return f"{name}: meta.total is {data.get('meta')}, expected {expect.deposits:,}"
     if name.startswith("deposits") and rows != 12:
         return f"{name}: {rows} rows, expected 12"
+    whale = int(expect.deposits * dataset.WHALE_SHARE)
+    total = data.get("meta", {}).get("total") or 0
+    if name.startswith("sender") and not (0.9 * whale < total < 1.1 * whale and rows == 100):
+        return f"{name}: {rows} rows of meta.total {total}, expected 100 of about {whale:,}"
     if name == "lat list" and rows != len(expect.lats):
         return f"{name}: {rows} LATs, expected {len(expect.lats)}"
     if name == "lat detail" and "tvl" not in data:
@@ -79,7 +113,8 @@ def run(ctx: Context, result: SectionResult) -> None:
     measured = _measure(ctx, result, paths)
     baselines = [measured[n] for n in ("baseline", "baseline (again)") if n in measured]
     baseline_rps = statistics.mean(b.rps for b in baselines) if baselines else 0.0
-    rows = [*_ordered(paths).items(), *((f"{n} (paired)", paths[n]) for n in PAIRED)]
+    paired = [(_paired(k, n), paths[n]) for k, pair in enumerate(PAIRS) for n in pair]
+    rows = [*_ordered(paths).items(), *paired]
     for name, path in [*rows, ("baseline (again)", paths["baseline"])]:
         result.rows.append(_row(name, path, measured.get(name), baseline_rps))
     result.notes.append(
@@ -88,9 +123,10 @@ def run(ctx: Context, result: SectionResult) -> None:
         "the machine. req/CPU-s: requests per CPU-second of the bench's processes (steadier "
         "than req/s on a shared machine). (uncached): the same endpoint on a second server with "
         "DOCUMENT_CACHE_SECONDS=0, every document built from the database (the miss path). "
-        "(paired): the two deposit pages loaded at the same "
+        "(pair N): a first and a deep page loaded at the same "
         f"time, {max(1, ctx.args.connections // 2)} connections each, for comparing their "
-        "latencies under identical conditions; the CPU column is the pair's."
+        "latencies under identical conditions; the CPU column is the pair's. Cursor pages "
+        "follow a cursor a client holds after that many records (read from the database)."
     )
     if len(baselines) == 2:
         drift = abs(baselines[0].rps - baselines[1].rps) / max(b.rps for b in baselines)
@@ -106,8 +142,13 @@ def run(ctx: Context, result: SectionResult) -> None:
             minimum = MIN_UNCACHED_RATIO if name in UNCACHED else MIN_RATIO
             load = measured.get(name)
             result.targets.append(_ratio_target(name, load, baselines, minimum=minimum))
-    if PAIRED[0] in measured and PAIRED[1] in measured:
-        result.targets.append(_depth_target(measured))
+    for k, pair in enumerate(PAIRS):
+        if all(n in measured for n in pair):
+            result.targets.append(_depth_target(measured, k, pair))
+
+
+def _paired(k: int, name: str) -> str:
+    return f"{name} (pair {k + 1})"
 
 
 def _ordered(paths: dict[str, str]) -> dict[str, str]:
@@ -121,19 +162,22 @@ def _ordered(paths: dict[str, str]) -> dict[str, str]:
 
 
 def _measure(ctx: Context, result: SectionResult, paths: dict[str, str]) -> dict[str, LoadResult]:
-    """Each endpoint alone (after a smoke request), the two deposit pages together (half the
-    connections each: both see the same machine), then the baseline again. The uncached rows
-    go to the second server (the first idles meanwhile, and the other way round)."""
-    plan = [*_ordered(paths).items(), ("paired", ""), ("baseline (again)", paths["baseline"])]
+    """Each endpoint alone (after a smoke request), each pair of first and deep pages together
+    (half the connections each: both see the same machine), then the baseline again. The
+    uncached rows go to the second server (the first idles meanwhile, and the other way
+    round)."""
+    pairs = [("paired", str(k)) for k in range(len(PAIRS))]
+    plan = [*_ordered(paths).items(), *pairs, ("baseline (again)", paths["baseline"])]
     measured: dict[str, LoadResult] = {}
     with ctx.server() as cached, ctx.server(DOCUMENT_CACHE_SECONDS="0") as uncached:
         for name, path in plan:
             server = uncached if name in UNCACHED else cached
             started = time.monotonic()
             if name == "paired":
-                if not all(n in measured for n in PAIRED):
+                k = int(path)
+                if not all(n in measured for n in PAIRS[k]):
                     continue
-                runs = [(f"{n} (paired)", paths[n]) for n in PAIRED]
+                runs = [(_paired(k, n), paths[n]) for n in PAIRS[k]]
                 urls, warmup = [server.url(p) for _, p in runs], 0.0
             else:
                 problem = _smoke(ctx, name, path, server, cached)
@@ -170,7 +214,7 @@ def _smoke(ctx: Context, name: str, path: str, server: Server, cached: Server) -
 def _row(name: str, path: str, load: LoadResult | None, baseline_rps: float) -> list[str]:
     if load is None:
         return [name, "-", "-", "-", "-", "-", "-", "failed", "-", "-"]
-    alone = not name.endswith("(paired)")  # paired rows share the server and the CPU
+    alone = "(pair" not in name  # paired rows share the server and the CPU
     ratio = load.rps / baseline_rps if baseline_rps else float("nan")
     cpu = load.cpu
     return [
@@ -202,20 +246,20 @@ def _ratio_target(
     return Target(f"{name} >= {minimum:.0%} of baseline req/s", ratio >= minimum, detail)
 
 
-def _depth_target(measured: dict[str, LoadResult]) -> Target:
+def _depth_target(measured: dict[str, LoadResult], k: int, pair: tuple[str, str]) -> Target:
     """Decided on the paired run when there is one: it does not depend on the machine's load
     changing between two runs."""
-    first, deep = (measured[n] for n in PAIRED)
+    first, deep = (measured[n] for n in pair)
     alone = deep.p50_ms / first.p50_ms if first.p50_ms else float("inf")
     detail = f"{alone:.2f}x run one after the other ({deep.p50_ms:.2f} vs {first.p50_ms:.2f} ms)"
     factor = alone
-    pfirst, pdeep = (measured.get(f"{n} (paired)") for n in PAIRED)
+    pfirst, pdeep = (measured.get(_paired(k, n)) for n in pair)
     if pfirst and pdeep and pfirst.p50_ms:
         factor = pdeep.p50_ms / pfirst.p50_ms
         together = f"({pdeep.p50_ms:.2f} vs {pfirst.p50_ms:.2f} ms)"
         detail = f"{factor:.2f}x run together {together}; " + detail
     return Target(
-        f"deep page p50 within {MAX_DEEP_P50_FACTOR:g}x of first page p50",
+        f"{pair[1]} p50 within {MAX_DEEP_P50_FACTOR:g}x of {pair[0]} p50",
         factor <= MAX_DEEP_P50_FACTOR,
         detail,
     )

@@ -534,3 +534,10 @@ def _seed_deposits(db_url: str, world: list[dict], deposits: int, log) -> None:
         conn.execute("VACUUM (ANALYZE) deposits_deposit")
         conn.execute("ANALYZE")
         log(f"dataset: VACUUM ANALYZE in {time.monotonic() - started:.1f} s")
+
+
+if __name__ == "__main__":  # python -m bench.dataset DATABASE_URL DEPOSITS: prepare it here
+    # (A section whose process already set Django up on another database seeds this way.)
+    import sys
+
+    prepare(sys.argv[1], dict(os.environ), deposits=int(sys.argv[2]), reseed=False, log=print)

@@ -115,6 +115,17 @@ class DepositSpan(models.Model):
         return f"{self.lat_id} span {self.span}: {self.n}"
 
 
+class DepositSpanTotal(models.Model):
+    """DepositSpan summed over every LAT, kept with it: the unfiltered listing's deep pages
+    walk these rows newest span first, without grouping the LATs' rows per request."""
+
+    span = models.PositiveBigIntegerField(unique=True)
+    n = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"span {self.span}: {self.n}"
+
+
 class DepositCheckpoint(models.Model):
     """How far the event indexer (deposits, the activity feed, holders) has got for one LAT,
     and the hash and time of that block; and the block REORG_MAX_DEPTH below it, taken as

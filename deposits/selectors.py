@@ -14,7 +14,7 @@ from typing import Any
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
-from deposits.models import Deposit, DepositCount, DepositSpan
+from deposits.models import Deposit, DepositCount, DepositSpan, DepositSpanTotal
 from lats.models import Lat
 
 FILTERS = {
@@ -27,6 +27,8 @@ _ADDRESS_FILTERS = ("sender", "receiver", "asset")
 _TABLE = Deposit._meta.db_table
 _LAT_TABLE = Lat._meta.db_table
 _SPAN_TABLE = DepositSpan._meta.db_table
+_COUNT_TABLE = DepositCount._meta.db_table
+_SPAN_TOTAL_TABLE = DepositSpanTotal._meta.db_table
 _KEY = "(d.block_number, d.log_index, d.chain_id)"
 _NEWEST_FIRST = "ORDER BY d.block_number DESC, d.log_index DESC, d.chain_id DESC"
 _SELECT = f"""
@@ -37,15 +39,38 @@ FROM {_TABLE} d JOIN {_LAT_TABLE} l ON l.id = d.lat_id
 # Below this `skip` a page is read by walking the listing's index from the top; deeper, the
 # walk starts at the span that holds the page (DepositSpan).
 SHALLOW_SKIP = 1000
-# The span where the running count of deposits, newest span first, passes `skip`, and how
-# many deposits the newer spans hold.
-_SPAN_AT = f"""
-SELECT span, upto - n FROM (
-    SELECT span, n, SUM(n) OVER (ORDER BY span DESC) AS upto
-    FROM (SELECT span, SUM(n) AS n FROM {_SPAN_TABLE} s {{where}} GROUP BY span) AS per_span
-) AS running
-WHERE upto > %s ORDER BY span DESC LIMIT 1
+# The key of the deposit `position` places from the newest, in one statement: the span where
+# the running count of deposits, newest span first, passes `position` (and how many deposits
+# the newer spans hold), then the listing's index walked within that span. {spans} and {lats}
+# narrow both to some LATs; the parameters are (position, span blocks, position).
+_KEY_AT = f"""
+target AS (
+    SELECT span, upto - n AS newer FROM (
+        SELECT span, n, SUM(n) OVER (ORDER BY span DESC) AS upto
+        FROM {{spans}} AS per_span
+    ) AS running
+    WHERE upto > %s ORDER BY span DESC LIMIT 1
+),
+start AS (
+    SELECT d.block_number, d.log_index, d.chain_id FROM {_TABLE} d
+    WHERE d.block_number < (SELECT (span + 1) * %s FROM target) {{lats}}
+    {_NEWEST_FIRST} LIMIT 1 OFFSET (SELECT %s - newer FROM target)
+)
 """
+
+
+def _key_at_sql(position: int, lat_ids: list[int] | None) -> tuple[str, list[Any]]:
+    """_KEY_AT for some LATs (their ids are the rows' own integers, written in) and its
+    parameters."""
+    ids = ", ".join(str(int(i)) for i in lat_ids or [0])
+    spans = (
+        _SPAN_TOTAL_TABLE  # every LAT's, summed at indexing
+        if lat_ids is None
+        else f"(SELECT span, SUM(n) AS n FROM {_SPAN_TABLE} WHERE lat_id IN ({ids}) GROUP BY span)"
+    )
+    lats = "" if lat_ids is None else f"AND d.lat_id IN ({ids})"
+    sql = _KEY_AT.format(spans=spans, lats=lats)
+    return sql, [position, DepositSpan.SPAN_BLOCKS, position]
 
 
 @dataclass(frozen=True)
@@ -143,8 +168,7 @@ def deposit_page(
     if after is not None:
         rows = _rows(where, limit=take + 1, below=after)
     elif skip >= SHALLOW_SKIP and not where.columns:
-        start = deposit_key_at(skip, lat_ids=where.lat_ids)
-        rows = [] if start is None else _rows(where, limit=take + 1, below=start, inclusive=True)
+        rows = _rows_from_position(where, skip, limit=take + 1)
     else:
         rows = _rows(where, limit=take + 1, offset=skip)
     return _page(rows, take, total)
@@ -170,23 +194,25 @@ def _rows(
         return cursor.fetchall()
 
 
+def _rows_from_position(where: _Filter, position: int, *, limit: int) -> list[tuple]:
+    """`limit` rows newest first from the one `position` places from the newest: one
+    statement, the key found as deposit_key_at finds it, then the listing's index from it."""
+    sql, params = _key_at_sql(position, where.lat_ids)
+    clauses, filter_params = where.where("d")
+    clauses.append(f"{_KEY} <= (SELECT block_number, log_index, chain_id FROM start)")
+    statement = f"WITH {sql}{_SELECT}WHERE {' AND '.join(clauses)} {_NEWEST_FIRST} LIMIT %s"
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [*params, *filter_params, limit])
+        return cursor.fetchall()
+
+
 def deposit_key_at(position: int, *, lat_ids: list[int] | None = None) -> DepositKey | None:
     """The key of the deposit `position` places from the newest (0 is the newest), of every
-    LAT or of `lat_ids`; None beyond the last. Two index walks: the LATs' span counts down to
-    the span that holds it, then the listing's index within that span."""
-    where = "" if lat_ids is None else f"WHERE s.lat_id IN ({', '.join(['%s'] * len(lat_ids))})"
+    LAT or of `lat_ids`; None beyond the last. Two index walks in one statement: the LATs' span
+    counts down to the span that holds it, then the listing's index within that span."""
+    sql, params = _key_at_sql(position, lat_ids)
     with connection.cursor() as cursor:
-        cursor.execute(_SPAN_AT.format(where=where), [*(lat_ids or []), position])
-        found = cursor.fetchone()
-        if found is None:
-            return None
-        span, newer = found
-        lats = "" if lat_ids is None else f"AND d.lat_id IN ({', '.join(['%s'] * len(lat_ids))}) "
-        cursor.execute(
-            f"SELECT d.block_number, d.log_index, d.chain_id FROM {_TABLE} d "
-            f"WHERE d.block_number < %s {lats}{_NEWEST_FIRST} LIMIT 1 OFFSET %s",
-            [(span + 1) * DepositSpan.SPAN_BLOCKS, *(lat_ids or []), position - newer],
-        )
+        cursor.execute(f"WITH {sql} SELECT block_number, log_index, chain_id FROM start", params)
         key = cursor.fetchone()
     return DepositKey(*key) if key else None
 
@@ -208,10 +234,17 @@ def _total(where: _Filter) -> int:
             cursor.execute(f"SELECT COUNT(*) FROM {_TABLE} d WHERE {' AND '.join(clauses)}", params)
             return cursor.fetchone()[0]
     field, address = next(iter(where.columns.items()), ("", ""))
-    counts = DepositCount.objects.filter(field=field, address=address)
-    if where.lat_ids is not None:
-        counts = counts.filter(lat_id__in=where.lat_ids)
-    return sum(counts.values_list("n", flat=True))
+    lats = (
+        ""
+        if where.lat_ids is None
+        else f" AND lat_id IN ({', '.join(['%s'] * len(where.lat_ids))})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT SUM(n) FROM {_COUNT_TABLE} WHERE field = %s AND address = %s{lats}",
+            [field, address, *(where.lat_ids or [])],
+        )
+        return int(cursor.fetchone()[0] or 0)
 
 
 def deposit_total() -> int:

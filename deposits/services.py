@@ -12,7 +12,14 @@ from datetime import datetime
 from django.db import connection, transaction
 
 from deposits.activity import activity_record, activity_remove_from_block
-from deposits.models import Deposit, DepositCheckpoint, DepositCount, DepositSpan, Event
+from deposits.models import (
+    Deposit,
+    DepositCheckpoint,
+    DepositCount,
+    DepositSpan,
+    DepositSpanTotal,
+    Event,
+)
 from lats.chain.activity import ActivityLog
 from lats.chain.gateway import Gateway, gateway_for, read_ahead
 from lats.chain.results import block_time
@@ -106,6 +113,10 @@ def _count(lat: Lat, deposits: Iterable[tuple[str, str, str, int]], sign: int) -
         spans[lat.id, block_number // DepositSpan.SPAN_BLOCKS] += sign
     add_counts(DepositCount, ("lat_id", "field", "address"), counts)
     add_counts(DepositSpan, ("lat_id", "span"), spans)
+    totals: Counter[tuple[int]] = Counter()
+    for (_, span), n in spans.items():
+        totals[(span,)] += n
+    add_counts(DepositSpanTotal, ("span",), totals)
 
 
 @transaction.atomic
@@ -170,6 +181,12 @@ def deposit_recount(*, lats: Iterable[Lat] | None = None) -> int:
     with connection.cursor() as cursor:
         for statement in _RECOUNT:
             cursor.execute(statement.format(where=where), {"span": DepositSpan.SPAN_BLOCKS})
+        # The totals over every LAT, from the LATs' spans just counted.
+        DepositSpanTotal.objects.all().delete()
+        cursor.execute(
+            f"INSERT INTO {DepositSpanTotal._meta.db_table} (span, n) "
+            f"SELECT span, SUM(n) FROM {DepositSpan._meta.db_table} GROUP BY span"
+        )
     counted = DepositCount.objects.filter(field=DepositCount.Field.ALL, **scope)
     return sum(counted.values_list("n", flat=True))
 

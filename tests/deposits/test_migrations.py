@@ -1,5 +1,5 @@
-"""Migration deposits 0005 on stored deposits: the counts are filled from the rows, and going
-back ranks the rows densely again as `seq` did."""
+"""Migrations deposits 0005 and 0006 on stored deposits: the counts are filled from the rows,
+and going back ranks the rows densely again as `seq` did."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tests.storedcounts import assert_deposit_counts_match_rows
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("migrations")]
 
 BEFORE = [("deposits", "0004_holder_buckets")]
-AFTER = [("deposits", "0005_deposit_order")]
+AFTER = [("deposits", "0006_deposit_span_totals")]
 
 
 def migrate(targets):

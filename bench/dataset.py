@@ -540,4 +540,5 @@ if __name__ == "__main__":  # python -m bench.dataset DATABASE_URL DEPOSITS: pre
     # (A section whose process already set Django up on another database seeds this way.)
     import sys
 
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "latsite.settings")
     prepare(sys.argv[1], dict(os.environ), deposits=int(sys.argv[2]), reseed=False, log=print)

@@ -85,7 +85,9 @@ def _report(result: SectionResult, figures: dict) -> None:
             f"{ratio:.0%}",
         )
     )
-    runs = {kind: ", ".join(f"{r['seconds']:.2f}s" for r in figures[kind]) for kind in figures}
+    runs = {
+        k: ", ".join(f"{r['seconds']:.2f}s" for r in figures[k]) for k in ("ceiling", "indexer")
+    }
     result.notes.append(
         f"block range {SPAN}; runs: ceiling {runs['ceiling']}; indexer {runs['indexer']}; "
         f"the listing's counts after the backfill equal the rows: {figures['counts_ok']}"

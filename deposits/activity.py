@@ -53,17 +53,7 @@ def activity_record(
         ).values_list("block_number", "log_index")
     )
     new = [log for log in logs if log.key not in stored]
-    times = {
-        number: block_time(stamp)
-        for number, stamp in {
-            log.block_number: (
-                log.block_timestamp
-                if log.block_timestamp is not None
-                else timestamps[log.block_number]
-            )
-            for log in new
-        }.items()
-    }
+    times = log_times(new, timestamps)
     bulk_insert(
         Event,
         _EVENT_COLUMNS,
@@ -86,6 +76,19 @@ def activity_record(
     if deltas:
         _move_balances(lat, deltas, first_blocks)
     return new
+
+
+def log_times(logs: Iterable[ActivityLog], timestamps: dict[int, int]) -> dict[int, datetime]:
+    """Each log's block time by block number: the log's own timestamp where the node includes
+    it, else the block's from `timestamps`; converted once per block."""
+    times: dict[int, datetime] = {}
+    for log in logs:
+        if log.block_number not in times:
+            stamp = log.block_timestamp
+            times[log.block_number] = block_time(
+                stamp if stamp is not None else timestamps[log.block_number]
+            )
+    return times
 
 
 _JSON = json.JSONEncoder(separators=(",", ":")).encode

@@ -6,6 +6,7 @@ itself (the serializers in deposits/api describe the same shape for the schema).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -14,7 +15,13 @@ from typing import Any
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
-from deposits.models import Deposit, DepositCount, DepositSpan, DepositSpanTotal
+from deposits.models import (
+    Deposit,
+    DepositCheckpoint,
+    DepositCount,
+    DepositSpan,
+    DepositSpanTotal,
+)
 from lats.models import Lat
 
 FILTERS = {
@@ -175,18 +182,13 @@ def deposit_page(
 
 
 def _rows(
-    where: _Filter,
-    *,
-    limit: int,
-    offset: int = 0,
-    below: DepositKey | None = None,
-    inclusive: bool = False,
+    where: _Filter, *, limit: int, offset: int = 0, below: DepositKey | None = None
 ) -> list[tuple]:
-    """`limit` rows newest first, after `offset` rows, from the key `below` down (itself
-    included or not) or from the top."""
+    """`limit` rows newest first, after `offset` rows, after the key `below` or from the
+    top."""
     clauses, params = where.where("d")
     if below is not None:
-        clauses.append(f"{_KEY} {'<=' if inclusive else '<'} (%s, %s, %s)")
+        clauses.append(f"{_KEY} < (%s, %s, %s)")
         params += [below.block_number, below.log_index, below.chain_id]
     sql = _SELECT + (f"WHERE {' AND '.join(clauses)} " if clauses else "") + _NEWEST_FIRST
     with connection.cursor() as cursor:
@@ -250,3 +252,32 @@ def _total(where: _Filter) -> int:
 def deposit_total() -> int:
     """Every deposit of every LAT."""
     return _total(_Filter(lat_ids=None, columns={}))
+
+
+# --- what the indexer reads -------------------------------------------------------------------
+
+
+def lat_contracts(lat: Lat) -> dict[str, str]:
+    """The three contracts whose events the indexer reads, by their `activity_logs` names."""
+    return {
+        "proxy": lat.proxy_address,
+        "manager": lat.proxy_of("liquidTokenManager"),
+        "coordinator": lat.proxy_of("stakerNodeCoordinator"),
+    }
+
+
+def shared_log_range(*, lats: Iterable[Lat], head: int, max_range: int) -> tuple[list[str], int]:
+    """For one eth_getLogs over several LATs of a chain up to `head`: the contracts of those
+    whose checkpoint is at most `max_range` blocks behind it (a LAT further behind, or never
+    indexed, reads its own ranges), and the first block one of them has not indexed yet
+    (above `head` when all are there)."""
+    lats = list(lats)
+    checkpoints = dict(
+        DepositCheckpoint.objects.filter(lat__in=lats).values_list("lat_id", "block_number")
+    )
+    near = [
+        lat for lat in lats if lat.id in checkpoints and head - checkpoints[lat.id] <= max_range
+    ]
+    addresses = [address for lat in near for address in lat_contracts(lat).values()]
+    first = min((checkpoints[lat.id] + 1 for lat in near), default=head + 1)
+    return addresses, first

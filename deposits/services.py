@@ -11,7 +11,7 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from deposits.activity import activity_record, activity_remove_from_block
+from deposits.activity import activity_record, activity_remove_from_block, log_times
 from deposits.models import (
     Deposit,
     DepositCheckpoint,
@@ -20,9 +20,9 @@ from deposits.models import (
     DepositSpanTotal,
     Event,
 )
+from deposits.selectors import lat_contracts
 from lats.chain.activity import ActivityLog
 from lats.chain.gateway import Gateway, gateway_for, read_ahead
-from lats.chain.results import block_time
 from lats.indexing import Checkpoint, Range, Rewind, index_ranges, index_start
 from lats.models import Lat, SyncStatus
 from lats.sync_status import chain_head_seen, sync_status_recording, sync_status_success
@@ -171,7 +171,8 @@ _RECOUNT = (
 @transaction.atomic
 def deposit_recount(*, lats: Iterable[Lat] | None = None) -> int:
     """Count the stored deposits again into DepositCount and DepositSpan, for the LATs given
-    or every LAT (after a bulk load, or a repair by hand); returns how many deposits."""
+    or every LAT, and DepositSpanTotal from all the LATs' spans (after a bulk load, or a
+    repair by hand); returns how many deposits."""
     ids = None if lats is None else [int(lat.id) for lat in lats]
     scope = {} if ids is None else {"lat_id__in": ids}
     for model in (DepositCount, DepositSpan):
@@ -245,16 +246,14 @@ def _rewind(lat: Lat, rewind: Rewind) -> tuple[int, int]:
     return removed, events_removed
 
 
-def _deposit(log: ActivityLog, timestamps: dict[int, int]) -> DepositEvent:
+def _deposit(log: ActivityLog, times: dict[int, datetime]) -> DepositEvent:
     args = log.args
     return DepositEvent(
         tx_hash=log.tx_hash,
         log_index=log.log_index,
         block_number=log.block_number,
         block_hash=log.block_hash,
-        created_at=block_time(
-            log.block_timestamp if log.block_timestamp is not None else timestamps[log.block_number]
-        ),
+        created_at=times[log.block_number],
         kind=log.event,
         sender=args["sender"],
         receiver=args["receiver"],
@@ -278,10 +277,9 @@ def _store_range(lat: Lat, read: Range) -> tuple[int, list[ActivityLog]]:
     # otherwise from the blocks read with them.
     timestamps = {number: block.timestamp for number, block in read.blocks.items()}
     new_logs = activity_record(lat=lat, logs=read.logs, timestamps=timestamps)
-    new = deposit_record_events(
-        lat=lat,
-        events=[_deposit(log, timestamps) for log in read.logs if log.type == Event.Type.DEPOSIT],
-    )
+    deposits = [log for log in read.logs if log.type == Event.Type.DEPOSIT]
+    times = log_times(deposits, timestamps)
+    new = deposit_record_events(lat=lat, events=[_deposit(log, times) for log in deposits])
     DepositCheckpoint.objects.update_or_create(
         lat=lat,
         defaults={
@@ -290,32 +288,6 @@ def _store_range(lat: Lat, read: Range) -> tuple[int, list[ActivityLog]]:
         },
     )
     return new, new_logs
-
-
-def lat_contracts(lat: Lat) -> dict[str, str]:
-    """The three contracts whose events the indexer reads, by their `activity_logs` names."""
-    return {
-        "proxy": lat.proxy_address,
-        "manager": lat.proxy_of("liquidTokenManager"),
-        "coordinator": lat.proxy_of("stakerNodeCoordinator"),
-    }
-
-
-def shared_log_range(*, lats: Iterable[Lat], head: int, max_range: int) -> tuple[list[str], int]:
-    """For one eth_getLogs over several LATs of a chain up to `head`: the contracts of those
-    whose checkpoint is at most `max_range` blocks behind it (a LAT further behind, or never
-    indexed, reads its own ranges), and the first block one of them has not indexed yet
-    (above `head` when all are there)."""
-    lats = list(lats)
-    checkpoints = dict(
-        DepositCheckpoint.objects.filter(lat__in=lats).values_list("lat_id", "block_number")
-    )
-    near = [
-        lat for lat in lats if lat.id in checkpoints and head - checkpoints[lat.id] <= max_range
-    ]
-    addresses = [address for lat in near for address in lat_contracts(lat).values()]
-    first = min((checkpoints[lat.id] + 1 for lat in near), default=head + 1)
-    return addresses, first
 
 
 def deposit_index(

@@ -33,7 +33,7 @@ from typing import Any
 
 from django.conf import settings
 
-from deposits.services import shared_log_range
+from deposits.selectors import shared_log_range
 from lats.chain.activity import activity_topics
 from lats.chain.errors import ChainUnavailable
 from lats.chain.gateway import gateway_for

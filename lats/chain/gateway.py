@@ -365,7 +365,8 @@ class Gateway:
         round trip for every LAT of a chain. Each set of addresses is answered from it once; a
         second read of the same set (a retry after logs and headers disagreed) and any other
         read go to the node."""
-        raw = self._get_logs(list(addresses), topics, from_block, to_block)
+        addresses = list(addresses)
+        raw = self._get_logs(addresses, topics, from_block, to_block)
         self._window = LogWindow(
             frozenset(a.lower() for a in addresses), topics, from_block, to_block, raw
         )

@@ -128,7 +128,7 @@ def test_a_pause_without_a_deposit_is_served_as_status(imported, api):
 def test_one_eth_getlogs_for_every_lat_of_the_chain(imported, api, monkeypatch):
     """Once every LAT is near the head, a new block is read with one eth_getLogs over the
     contracts of all of them (the node's own answer, handed out per LAT)."""
-    from deposits.services import lat_contracts
+    from deposits.selectors import lat_contracts
     from lats.chain.activity import activity_topics
     from lats.chain.gateway import Gateway
 

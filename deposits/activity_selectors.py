@@ -4,6 +4,7 @@ serializers of deposits/api/activity_serializers.py describe to the schema."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -140,6 +141,69 @@ class EventPage:
 
 def event_page(
     *,
+    lat_address: str,
+    types: tuple[str, ...],
+    from_block: int | None,
+    to_block: int | None,
+    take: int,
+    after: EventKey | None,
+) -> EventPage:
+    """The events of the LAT at `lat_address` newest first (block number, then log index, both
+    descending); NotFound for an unknown LAT.
+
+    Takes the address, as holder_page does: on PostgreSQL the LAT and the page are one
+    statement, a walk of the feed's index from the cursor (or the top) down."""
+    if connection.vendor != "postgresql":
+        return _event_page_orm(
+            lat_row(address=lat_address), types, from_block, to_block, take, after
+        )
+    params = {
+        "lat": lat_address,
+        "types": list(types),
+        "low": 0 if from_block is None else from_block,
+        "high": _NO_BLOCK if to_block is None else to_block,
+        "after_block": _NO_BLOCK if after is None else after.block_number,
+        "after_log": 0 if after is None else after.log_index,
+        "limit": take + 1,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_EVENT_PAGE, params)
+        found = cursor.fetchall()
+    if not found:
+        raise NotFound(f"No LAT at {lat_address}.")
+    rows = [row for row in found if row[0] is not None]
+    return _event_page(
+        [
+            (kind, block, created, tx, index, json.loads(args))
+            for kind, block, created, tx, index, args in rows
+        ],
+        take,
+    )
+
+
+# Above every block a feed holds (the cursor's and toBlock's bound when none is given).
+_NO_BLOCK = 2**63 - 1
+# The LAT's row (none: no such LAT) LEFT JOINed with its page: one row of NULLs for a LAT
+# without events. The page walks the unique (lat, block_number, log_index) backwards from the
+# cursor's key, or the (lat, type, block_number, log_index) index for one type.
+_EVENT_PAGE = f"""
+WITH lat AS MATERIALIZED (
+    SELECT id FROM {Lat._meta.db_table} WHERE proxy_address = %(lat)s
+)
+SELECT e.type, e.block_number, e.created_at, e.tx_hash, e.log_index, e.args::text
+FROM lat LEFT JOIN LATERAL (
+    SELECT type, block_number, created_at, tx_hash, log_index, args
+    FROM {Event._meta.db_table}
+    WHERE lat_id = lat.id AND type = ANY(%(types)s)
+      AND block_number >= %(low)s AND block_number <= %(high)s
+      AND (block_number, log_index) < (%(after_block)s, %(after_log)s)
+    ORDER BY block_number DESC, log_index DESC
+    LIMIT %(limit)s
+) e ON true
+"""
+
+
+def _event_page_orm(
     lat: Lat,
     types: tuple[str, ...],
     from_block: int | None,
@@ -147,7 +211,7 @@ def event_page(
     take: int,
     after: EventKey | None,
 ) -> EventPage:
-    """The LAT's events newest first (block number, then log index, both descending)."""
+    """The same page through the ORM (SQLite: the demo)."""
     events = Event.objects.filter(lat=lat, type__in=types)
     if from_block is not None:
         events = events.filter(block_number__gte=from_block)
@@ -157,11 +221,14 @@ def event_page(
         events = events.filter(block_number__lte=after.block_number).exclude(
             block_number=after.block_number, log_index__gte=after.log_index
         )
-    rows = list(
-        events.order_by("-block_number", "-log_index").values_list(
-            "type", "block_number", "created_at", "tx_hash", "log_index", "args"
-        )[: take + 1]
-    )
+    rows = events.order_by("-block_number", "-log_index").values_list(
+        "type", "block_number", "created_at", "tx_hash", "log_index", "args"
+    )[: take + 1]
+    return _event_page(list(rows), take)
+
+
+def _event_page(rows: list[tuple], take: int) -> EventPage:
+    """The page of `rows` (up to take + 1 of them, in the feed's order)."""
     more = len(rows) > take
     rows = rows[:take]
     return EventPage(

@@ -136,7 +136,7 @@ class EventListView(ConditionalReadMixin, APIView):
         responses={200: s.EventListSerializer, **error_responses(*READ_ERRORS)},
     )
     def get(self, request, address: str):
-        lat = lat_row(address=parse_address(address, field="address"))
+        lat = parse_address(address, field="address")
         params = request.query_params
         types = _parse_types(params)
         bounds = {
@@ -154,7 +154,7 @@ class EventListView(ConditionalReadMixin, APIView):
                 *cursors.cursor_decode(params["cursor"], EVENT_CURSOR_VERSION, 2)
             )
         page = selectors.event_page(
-            lat=lat,
+            lat_address=lat,
             types=types,
             from_block=low,
             to_block=high,

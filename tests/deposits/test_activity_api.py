@@ -3,8 +3,11 @@ input, and the holders' rollback arithmetic."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
+from deposits import activity_selectors
 from deposits.activity import activity_record, activity_remove_from_block
 from deposits.models import HolderTally
 from lats.chain.activity import ActivityLog
@@ -67,6 +70,49 @@ def test_feed_hides_mints_and_burns_and_pages_newest_first(api, lat):
     rest = api.get(f"/lat/{lat.proxy_address}/events", {"cursor": body["meta"]["next"]}).json()
     assert [(e["type"], e["blockNumber"]) for e in rest["data"]] == [("transfer", 12)]
     assert rest["meta"]["next"] is None
+
+
+# The feed of the fixture: mints (10, 0), (10, 1), (11, 0) and the burn (13, 0) are not in it.
+FEED = [("paused", 13, 1), ("transfer", 12, 3)]
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "sqlite"])
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ({}, FEED),
+        ({"type": "transfer"}, FEED[1:]),
+        ({"type": "paused,transfer,deposit"}, FEED),
+        ({"type": "deposit"}, []),
+        ({"fromBlock": "13"}, FEED[:1]),
+        ({"toBlock": "12"}, FEED[1:]),
+        ({"fromBlock": "12", "toBlock": "12"}, FEED[1:]),
+        ({"fromBlock": "14"}, []),
+        ({"toBlock": "11"}, []),
+    ],
+)
+def test_feed_filters_on_either_path(api, lat, monkeypatch, vendor, query, expected):
+    """The one-statement page (PostgreSQL) and the ORM's (the SQLite demo, run here on
+    PostgreSQL by making the selector see another vendor) serve the same filtered feed."""
+    if vendor == "sqlite":
+        monkeypatch.setattr(activity_selectors, "connection", SimpleNamespace(vendor="sqlite"))
+    body = api.get(f"/lat/{lat.proxy_address}/events", query).json()
+    assert [(e["type"], e["blockNumber"], e["logIndex"]) for e in body["data"]] == expected
+    assert body["meta"]["next"] is None
+    args = {
+        "paused": {"account": A(0xF0)},
+        "transfer": {"from": A(0xC3), "to": A(0xD4), "value": "9"},
+    }
+    assert [e["args"] for e in body["data"]] == [args[kind] for kind, _, _ in expected]
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "sqlite"])
+def test_a_lat_without_events_has_an_empty_feed(api, dataset, monkeypatch, vendor):
+    if vendor == "sqlite":
+        monkeypatch.setattr(activity_selectors, "connection", SimpleNamespace(vendor="sqlite"))
+    body = api.get(f"/lat/{dataset.native_lat.proxy_address}/events").json()
+    assert body == {"data": [], "meta": {"next": None}}
+    assert api.get(f"/lat/{A(0x9999)}/events").status_code == 404
 
 
 def test_rollback_restores_balances_and_tally(api, lat):

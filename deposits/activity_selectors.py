@@ -157,7 +157,7 @@ def event_page(
         return _event_page_orm(
             lat_row(address=lat_address), types, from_block, to_block, take, after
         )
-    params = {
+    params: dict[str, Any] = {
         "lat": lat_address,
         "types": list(types),
         "low": 0 if from_block is None else from_block,

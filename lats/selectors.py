@@ -12,6 +12,7 @@ from django.db.models import Prefetch, QuerySet
 
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
 from lats.values import amount_for_one_lat, shares_for_one_token
+from latsite.db import fetch_prepared
 from latsite.errors import NotFound
 
 
@@ -282,9 +283,7 @@ ORDER BY {RECORD_ORDER}
 def lat_list_documents() -> list[tuple[str, dict]]:
     """Every LAT's document (`lat_document`'s) with its group, in chain id, address order (one
     statement)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_LIST_SQL)
-        rows = cursor.fetchall()
+    rows = fetch_prepared(_LIST_SQL)
     out: list[tuple[str, dict]] = []
     lat_id = None
     for row in rows:

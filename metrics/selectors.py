@@ -22,6 +22,7 @@ from lats.selectors import (
     records_from_rows,
 )
 from lats.values import to_eth
+from latsite.db import fetch_prepared
 from latsite.errors import NotFound
 from metrics.models import MetricSnapshot
 from operators.models import NodeAsset, StakerNode
@@ -248,9 +249,7 @@ def _staked_total(value: Decimal | str | None) -> Decimal:
 def lat_detail(*, address: str) -> LatDetail:
     """The LAT at `address` with its tokens, what its nodes stake of each and its AVS's
     curated metadata (one statement)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_detail_sql(connection.vendor), [address])
-        rows = cursor.fetchall()
+    rows = fetch_prepared(_detail_sql(connection.vendor), [address])
     if not rows:
         raise NotFound(f"No LAT at {address}.")
     ((record, own),) = records_from_rows(rows)

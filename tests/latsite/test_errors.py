@@ -157,6 +157,7 @@ def test_database_down_is_500_json(api, dataset, monkeypatch):
 
     monkeypatch.setattr(connection, "cursor", broken)
     monkeypatch.setattr(connection, "chunked_cursor", broken)
+    monkeypatch.setattr(connection, "ensure_connection", broken)  # prepared statements' way
     client = Client(raise_request_exception=False)
     response = client.get("/lat")
     assert_error(response, 500, "internal_server_error")

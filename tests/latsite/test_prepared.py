@@ -1,0 +1,59 @@
+"""The LAT list and detail statements, prepared once per database connection
+(latsite.db.fetch_prepared), answer what the plain statements do, and the setting turns it off."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from latsite.db import fetch_prepared
+
+pytestmark = pytest.mark.django_db
+
+LAT = "SELECT proxy_address, symbol FROM lats_lat WHERE proxy_address = %s"
+
+
+def prepared_statements() -> list[tuple[str, int]]:
+    """The statements prepared on this connection and how often each ran, by its text."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
+        return cursor.fetchall()
+
+
+def test_a_statement_is_prepared_once_and_answers_per_parameter(dataset):
+    eth, native = dataset.eth_lat, dataset.native_lat
+    for _ in range(3):
+        assert fetch_prepared(LAT, [eth.proxy_address]) == [(eth.proxy_address, eth.symbol)]
+        assert fetch_prepared(LAT, [native.proxy_address]) == [
+            (native.proxy_address, native.symbol)
+        ]
+    assert fetch_prepared(LAT, ["0x" + "00" * 20]) == []
+    ((statement, runs),) = prepared_statements()
+    assert "FROM lats_lat WHERE proxy_address = $1" in statement
+    assert runs == 7
+
+
+def test_prepared_statements_count_as_queries(dataset):
+    """Query counts (tests/latsite/test_query_counts.py) and DEBUG's log see them."""
+    with CaptureQueriesContext(connection) as queries:
+        fetch_prepared(LAT, [dataset.eth_lat.proxy_address])
+    assert len(queries.captured_queries) == 1
+
+
+def test_the_setting_turns_preparing_off(dataset, settings):
+    settings.DB_PREPARED_STATEMENTS = False
+    eth = dataset.eth_lat
+    assert fetch_prepared(LAT, [eth.proxy_address]) == [(eth.proxy_address, eth.symbol)]
+    assert prepared_statements() == []
+
+
+def test_the_lat_endpoints_read_through_prepared_statements(api, dataset, settings):
+    settings.DOCUMENT_CACHE_SECONDS = 0
+    address = dataset.eth_lat.proxy_address
+    for _ in range(2):
+        assert api.get(f"/lat/{address}", {"withTvl": "true"}).status_code == 200
+        assert api.get("/lat").status_code == 200
+    statements = dict(prepared_statements())
+    assert len(statements) == 2
+    assert sorted(statements.values()) == [2, 2]

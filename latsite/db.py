@@ -1,4 +1,4 @@
-"""The generic write helpers every app's services use."""
+"""The generic database helpers every app uses: writes, and the hot reads' prepared statements."""
 
 from __future__ import annotations
 

@@ -57,6 +57,7 @@ def endpoints(ctx: Context) -> dict[str, str]:
 def _cursor(ctx: Context, position: int, *, sender: str | None = None) -> str:
     """The cursor a client following the listing holds after `position` records: the key of
     the record before them, read from the database (newest first)."""
+    ctx.django()  # the service's cursor encoding comes with its views
     from deposits.api.views import cursor_encode
     from deposits.selectors import DepositKey
 

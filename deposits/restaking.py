@@ -32,6 +32,7 @@ from lats.models import Lat
 from latsite.addresses import ZERO_ADDRESS, address_error, checksum, is_address
 from latsite.api.documents import cached_document
 from latsite.api.params import parse_address
+from latsite.db import fetch_prepared
 from latsite.errors import Busy, InvalidInput, MalformedRequest, NotFound, Unavailable
 
 logger = logging.getLogger(__name__)
@@ -141,12 +142,11 @@ def _deposit_target_read(address: str) -> DepositTarget:
 
     This is the hot path of both endpoints, so neither `lat_get` + `lat_fees` (model instances,
     prefetches, three queries) nor a `values_list` compiled on every request: the ORM writes the
-    SQL once per process and each request only executes it, which saves most of the cost of the
+    SQL once per process, prepared once per connection (latsite.db.fetch_prepared), and each
+    request only executes it, which saves most of the cost of the
     read (bench/sections/restaking.py compares the build with the constant-JSON baseline).
     """
-    with connection.cursor() as cursor:
-        cursor.execute(_target_sql(connection.vendor), [address])
-        rows = cursor.fetchall()
+    rows = fetch_prepared(_target_sql(connection.vendor), [address])
     if not rows:
         raise NotFound(f"No LAT at {address}.")
     proxy_address, chain_id, _, management_fee, performance_fee = rows[0]

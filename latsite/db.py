@@ -25,7 +25,10 @@ def fetch_prepared(sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> lis
     parameters' values come here (a LAT's address). Off for a pooler that cannot keep
     prepared statements per client (PgBouncer before 1.21, or without max_prepared_statements
     in transaction mode); elsewhere (SQLite) a plain execute."""
-    if connection.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
+    prepared = connection.vendor == "postgresql" and settings.DB_PREPARED_STATEMENTS
+    # Where Django logs queries (DEBUG, a test capturing them) the plain execute, whose log
+    # shows the statement with its values (psycopg keeps no text of a prepared execution).
+    if not prepared or connection.queries_logged:
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
@@ -35,10 +38,8 @@ def fetch_prepared(sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> lis
         # Django turns psycopg's preparing off for the connection; only server-binding
         # cursors prepare at all, and this function's are the only ones the service opens.
         connection.connection.prepare_threshold = 0
-    raw = PreparedCursor(connection.connection)
-    # Django's wrapper, as connection.cursor() gives: its queries' log and error wrapping.
-    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
-    with wrap(raw) as cursor:
+    # Django's wrapper, as connection.cursor() gives (its error wrapping).
+    with connection.make_cursor(PreparedCursor(connection.connection)) as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 

@@ -34,11 +34,14 @@ def test_a_statement_is_prepared_once_and_answers_per_parameter(dataset):
     assert runs == 7
 
 
-def test_prepared_statements_count_as_queries(dataset):
-    """Query counts (tests/latsite/test_query_counts.py) and DEBUG's log see them."""
+def test_where_queries_are_logged_they_run_unprepared_and_show_their_values(dataset):
+    """Query counts (tests/latsite/test_query_counts.py) and DEBUG's log see the statement
+    with its values, which psycopg keeps no text of once prepared."""
+    address = dataset.eth_lat.proxy_address
     with CaptureQueriesContext(connection) as queries:
-        fetch_prepared(LAT, [dataset.eth_lat.proxy_address])
-    assert len(queries.captured_queries) == 1
+        assert fetch_prepared(LAT, [address]) == [(address, dataset.eth_lat.symbol)]
+    assert [q["sql"] for q in queries.captured_queries] == [LAT.replace("%s", f"'{address}'")]
+    assert prepared_statements() == []
 
 
 def test_the_setting_turns_preparing_off(dataset, settings):

@@ -3,7 +3,8 @@
 Every GET (and HEAD) answer of a read view (`ConditionalReadMixin`) that is a 200 carries
 
 - `ETag`: a weak validator, a hash of the data's generation (latsite/api/documents.py:
-  `current_generation`, which moves on every write to what the read endpoints serve), the
+  `current_generation`, which moves on every write to what the read endpoints serve; read in
+  the rate limit's round trip to Redis, latsite/api/throttling.py), the
   code's version and commit (a deployment may change a representation), the path and the
   query string (its parameters sorted, so that their order does not matter), and
   whatever the view adds (`etag_extra`: the historical endpoint's default window moves with
@@ -33,7 +34,8 @@ from urllib.parse import urlencode
 from django.http import HttpResponseNotModified
 from django.utils.http import parse_etags
 
-from latsite.api.documents import current_generation
+from latsite.api.documents import current_generation, generation_key
+from latsite.api.throttling import prefetched
 from latsite.release import release
 
 CACHE_CONTROL = "public, no-cache"
@@ -47,7 +49,8 @@ class NotModified(Exception):
 def entity_tag(request, extra: str = "") -> str:
     """The weak ETag of the representation `request` asks for, at the current generation."""
     query = urlencode(sorted(request.GET.lists()), doseq=True)
-    parts = (current_generation(), release(), request.path, query, extra)
+    generation = current_generation(read=prefetched(request, generation_key()))
+    parts = (generation, release(), request.path, query, extra)
     text = "\x1f".join(parts).encode("utf-8", "surrogateescape")
     return f'W/"{hashlib.blake2b(text, digest_size=16).hexdigest()}"'
 
@@ -78,6 +81,10 @@ class ConditionalReadMixin:
 
     _etag: str | None = None
     _any: bool = False
+
+    def prefetch_cache_keys(self, request) -> list[str]:
+        """Read with the rate limit's counters, in its one round trip to Redis."""
+        return [generation_key()] if request.method in CONDITIONAL_METHODS else []
 
     def etag_extra(self, request) -> str:
         """What the representation depends on besides the data, the path and the query."""

@@ -183,18 +183,27 @@ def cached_document(name: str, build: Callable[[], Any]) -> Any:
     return document
 
 
-def current_generation() -> str:
+def generation_key() -> str:
+    """The cache key of the shared generation token (read ahead by the rate limit's round trip
+    on the read endpoints: latsite/api/conditional.py)."""
+    return _keys("")[0]
+
+
+def current_generation(*, read: tuple[bool, Any] = (False, None)) -> str:
     """A token of the data's current generation: it changes whenever `documents_changed` runs.
 
     While Redis answers (and no invalidation of this process is pending), the shared token,
     created if there is none, the same in every process. Otherwise this process's own generation
     and the current period of DOCUMENT_FALLBACK_SECONDS: a write in another process cannot reach
-    it, so it moves at least that often, the bound that the outage path puts on documents."""
-    generation_key = _keys("")[0]
+    it, so it moves at least that often, the bound that the outage path puts on documents.
+    `read`: (True, the token or None) when it was read from Redis already for this request."""
+    key = generation_key()
     if not _pending or retry_pending_bumps():
-        found = redisguard.call("document cache", lambda: cache.get(generation_key))
+        done, found = read
+        if not done:
+            found = redisguard.call("document cache", lambda: cache.get(key))
         if found is not redisguard.UNAVAILABLE:
-            generation = found if found is not None else _new_generation(generation_key)
+            generation = found if found is not None else _new_generation(key)
             if generation is not None:
                 return f"shared:{generation}"
     period = int(time.time() // max(settings.DOCUMENT_FALLBACK_SECONDS, 1))

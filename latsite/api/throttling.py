@@ -9,7 +9,9 @@ to rotate). Requests with a bad key (unknown, disabled, expired) count per clien
 and past RATE_LIMIT_ANON in a window their keys are no longer even looked up (auth.py).
 
 Where a view has several limits (simulate-deposit), `CombinedRateThrottle` counts them in one
-round trip (one pipeline of INCR and EXPIRE per window).
+round trip (one pipeline of INCR and EXPIRE per window). A view may name cache keys it reads on
+every request (`prefetch_cache_keys`: the read endpoints' data generation, for their ETags); they
+are read in that same round trip.
 
 Limits fail open: while Redis cannot be reached (latsite/redisguard.py) every request is let
 through and the outage is logged at most once a minute per process.
@@ -53,6 +55,8 @@ UNITS = {
 IPV6_PREFIX = 64
 # Where the tightest counted window of a request is kept for RateLimitHeadersMiddleware.
 WINDOW_ATTRIBUTE = "_lat_rate_limit"
+# The cache values read with the counters (count_windows): (keys read, values found).
+PREFETCH_ATTRIBUTE = "_lat_prefetched"
 RATE_LIMIT_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset")
 
 
@@ -84,12 +88,16 @@ def _is_django_redis() -> bool:
 
 def _count(key: str, *, ttl: int) -> int:
     """Add one to a window's counter and return it (see _count_many)."""
-    return _count_many([(key, ttl)])[0]
+    return _count_many([(key, ttl)])[0][0]
 
 
-def _count_many(counters: Sequence[tuple[str, int]]) -> list[int]:
-    """Add one to each (key, ttl) counter and return their totals: one round trip to Redis
-    (INCR and EXPIRE of every counter in one pipeline); add-then-incr on other caches."""
+def _count_many(
+    counters: Sequence[tuple[str, int]], reads: Sequence[str] = ()
+) -> tuple[list[int], dict[str, Any]]:
+    """Add one to each (key, ttl) counter and return their totals, with the cache's values of
+    `reads` (keys as given to the cache; absent keys left out): one round trip to Redis (INCR
+    and EXPIRE of every counter and GET of every read, in one pipeline); add-then-incr on
+    other caches, where nothing is read ahead."""
     if _is_django_redis():
         redis_cache: Any = cache  # django-redis's cache (checked above): .client is its own
         pipe = redis_cache.client.get_client(write=True).pipeline(transaction=False)
@@ -97,9 +105,14 @@ def _count_many(counters: Sequence[tuple[str, int]]) -> list[int]:
             full_key = cache.make_key(key)
             pipe.incr(full_key)
             pipe.expire(full_key, ttl)  # the key names its window: renewing the TTL is harmless
+        for key in reads:
+            pipe.get(cache.make_key(key))
         answers = pipe.execute()
-        return [int(used) for used in answers[::2]]
-    return [_count_locally(key, ttl=ttl) for key, ttl in counters]
+        used = [int(n) for n in answers[: 2 * len(counters) : 2]]
+        values = zip(reads, answers[2 * len(counters) :], strict=True)
+        decode = redis_cache.client.decode
+        return used, {key: decode(raw) for key, raw in values if raw is not None}
+    return [_count_locally(key, ttl=ttl) for key, ttl in counters], {}
 
 
 def _count_locally(key: str, *, ttl: int) -> int:
@@ -111,12 +124,31 @@ def _count_locally(key: str, *, ttl: int) -> int:
         return 1
 
 
-def count_windows(windows: Sequence[Window]) -> list[int] | None:
+def count_windows(windows: Sequence[Window], *, request=None, view=None) -> list[int] | None:
     """Count one request in each window, in one round trip, and return their totals; None
-    while Redis is away."""
+    while Redis is away. The cache keys that `view` reads for every request
+    (`prefetch_cache_keys`) are read in the same round trip and kept on `request`
+    (`prefetched`)."""
     counters = [(window.key, window.ttl) for window in windows]
-    used = redisguard.call("rate limit", lambda: _count_many(counters))
-    return None if used is redisguard.UNAVAILABLE else used
+    reads = view.prefetch_cache_keys(request) if hasattr(view, "prefetch_cache_keys") else ()
+    answer = redisguard.call("rate limit", lambda: _count_many(counters, reads))
+    if answer is redisguard.UNAVAILABLE:
+        return None
+    used, values = answer
+    if reads:
+        setattr(_http_request(request), PREFETCH_ATTRIBUTE, (frozenset(reads), values))
+    return used
+
+
+def prefetched(request, key: str) -> tuple[bool, Any]:
+    """(True, the value or None when absent) when the throttle read `key` for this request
+    (count_windows), else (False, None)."""
+    noted: tuple[frozenset[str], dict[str, Any]] | None = getattr(
+        _http_request(request), PREFETCH_ATTRIBUTE, None
+    )
+    if noted is None or key not in noted[0]:
+        return False, None
+    return True, noted[1].get(key)
 
 
 def _http_request(request):
@@ -151,15 +183,15 @@ class Window:
         self.ttl = length + 1
         self.wait = (slot + 1) * length - now
 
-    def count(self) -> int | None:
+    def count(self, *, request=None, view=None) -> int | None:
         """Count one request and return the window's total; None while Redis is away."""
-        used = count_windows([self])
+        used = count_windows([self], request=request, view=view)
         return None if used is None else used[0]
 
-    def hit(self, request) -> bool:
+    def hit(self, request, view=None) -> bool:
         """Count one request and note it for the headers; whether it is within the limit
         (True while Redis is away)."""
-        used = self.count()
+        used = self.count(request=request, view=view)
         if used is None:
             return True
         note_window(request, limit=self.limit, used=used, wait=self.wait)
@@ -185,7 +217,7 @@ class FixedWindowThrottle(BaseThrottle):
         rate, ident = self.limit_and_ident(request)
         window = Window(self.scope, ident, rate)
         self._wait = window.wait
-        allowed = window.hit(request)
+        allowed = window.hit(request, view)
         if not allowed:
             telemetry.rate_limit_rejected(self.rejection_scope(ident))
         return allowed
@@ -243,7 +275,7 @@ class CombinedRateThrottle(BaseThrottle):
             idents.append(ident)
             windows.append(Window(throttle.scope, ident, rate))
         self._wait = 0.0
-        counted = count_windows(windows)
+        counted = count_windows(windows, request=request, view=view)
         if counted is None:
             return True
         exceeded = []

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
+from datetime import UTC, datetime
+from types import SimpleNamespace
 
 import pytest
+from django.db import connection
 
 from deposits.services import deposit_record_events
 from tests import factories as f
@@ -58,6 +62,36 @@ def test_listing_is_newest_first_with_exact_records(api, deposits):
         "transactionHash": "0x" + "0" * 31 + "b" + "0" * 31 + "5",  # block 11, log 5
         "logIndex": 5,
     }
+
+
+@pytest.mark.parametrize("vendor", ["postgresql", "sqlite"])
+def test_amounts_and_times_written_exactly_on_either_path(api, dataset, monkeypatch, vendor):
+    """PostgreSQL writes amounts and times as text in the statement; the demo's SQLite path
+    converts them in Python (run here on PostgreSQL by making the selector see another
+    vendor). Both as worked out by hand: every digit of a uint256, microseconds only when the
+    time has some, in UTC."""
+    from datetime import timedelta, timezone
+
+    from deposits import selectors
+
+    top = 2**256 - 1
+    precise = dataclasses.replace(
+        event(20, 0, amount=top, shares=1),
+        created_at=datetime(2026, 3, 1, 9, 30, 5, 120, tzinfo=timezone(timedelta(hours=2))),
+    )
+    whole = dataclasses.replace(
+        event(21, 0, amount=0, shares=10**77),
+        created_at=datetime(2026, 12, 31, 23, 59, 59, tzinfo=UTC),
+    )
+    deposit_record_events(lat=dataset.eth_lat, events=[precise, whole])
+    if vendor == "sqlite":
+        demo = SimpleNamespace(vendor="sqlite", cursor=connection.cursor)
+        monkeypatch.setattr(selectors, "connection", demo)
+    rows = api.get("/metrics/deposits").json()["data"]
+    assert [(r["amount"], r["shares"], r["createdAt"]) for r in rows] == [
+        ("0", "1" + "0" * 77, "2026-12-31T23:59:59Z"),
+        (str(top), "1", "2026-03-01T07:30:05.000120Z"),
+    ]
 
 
 def test_paging(api, deposits):

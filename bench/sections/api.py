@@ -210,10 +210,10 @@ def _measure(ctx: Context, result: SectionResult, paths: dict[str, str]) -> dict
                 measured[label] = load
                 ctx.log(f"api: {label}: {load.summary()} ({time.monotonic() - started:.0f} s)")
                 result.check(f"{label} ({path})", load, server)
-        for name in list(_ordered(paths))[1:]:
+        for name, path in list(_ordered(paths).items())[1:]:
             if name in measured:
                 server = uncached if name in UNCACHED else cached
-                urls = (cached.url(paths["baseline"]), server.url(paths[name]))
+                urls = (cached.url(paths["baseline"]), server.url(path))
                 measured[_interleaved(name)], measured[_interleaved("baseline", name)] = _alternate(
                     ctx, *urls
                 )

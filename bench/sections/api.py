@@ -286,7 +286,7 @@ def _ratio_target(
     name: str,
     load: LoadResult | None,
     baselines: list[LoadResult],
-    interleaved: tuple[LoadResult | None, LoadResult | None],
+    interleaved: tuple[LoadResult | None, LoadResult | None] = (None, None),
     minimum: float = MIN_RATIO,
 ) -> Target:
     """Decided on the interleaved runs (_alternate) when there are some; the endpoint's own

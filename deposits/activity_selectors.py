@@ -139,32 +139,35 @@ class EventPage:
     next: EventKey | None  # the last record's key when more records follow
 
 
-def event_page(
-    *,
-    lat_address: str,
-    types: tuple[str, ...],
-    from_block: int | None,
-    to_block: int | None,
-    take: int,
-    after: EventKey | None,
-) -> EventPage:
+@dataclass(frozen=True)
+class EventQuery:
+    """Which of a LAT's events a page holds: the types, the block range (either bound
+    optional), how many, and after which key (a cursor's) or from the newest."""
+
+    types: tuple[str, ...]
+    from_block: int | None
+    to_block: int | None
+    take: int
+    after: EventKey | None
+
+
+def event_page(*, lat_address: str, query: EventQuery) -> EventPage:
     """The events of the LAT at `lat_address` newest first (block number, then log index, both
     descending); NotFound for an unknown LAT.
 
     Takes the address, as holder_page does: on PostgreSQL the LAT and the page are one
     statement, a walk of the feed's index from the cursor (or the top) down."""
     if connection.vendor != "postgresql":
-        return _event_page_orm(
-            lat_row(address=lat_address), types, from_block, to_block, take, after
-        )
+        return _event_page_orm(lat_row(address=lat_address), query)
+    after = query.after
     params: dict[str, Any] = {
         "lat": lat_address,
-        "types": list(types),
-        "low": 0 if from_block is None else from_block,
-        "high": _NO_BLOCK if to_block is None else to_block,
+        "types": list(query.types),
+        "low": 0 if query.from_block is None else query.from_block,
+        "high": _NO_BLOCK if query.to_block is None else query.to_block,
         "after_block": _NO_BLOCK if after is None else after.block_number,
         "after_log": 0 if after is None else after.log_index,
-        "limit": take + 1,
+        "limit": query.take + 1,
     }
     with connection.cursor() as cursor:
         cursor.execute(_EVENT_PAGE, params)
@@ -177,7 +180,7 @@ def event_page(
             (kind, block, created, tx, index, json.loads(args))
             for kind, block, created, tx, index, args in rows
         ],
-        take,
+        query.take,
     )
 
 
@@ -203,28 +206,21 @@ FROM lat LEFT JOIN LATERAL (
 """
 
 
-def _event_page_orm(
-    lat: Lat,
-    types: tuple[str, ...],
-    from_block: int | None,
-    to_block: int | None,
-    take: int,
-    after: EventKey | None,
-) -> EventPage:
+def _event_page_orm(lat: Lat, query: EventQuery) -> EventPage:
     """The same page through the ORM (SQLite: the demo)."""
-    events = Event.objects.filter(lat=lat, type__in=types)
-    if from_block is not None:
-        events = events.filter(block_number__gte=from_block)
-    if to_block is not None:
-        events = events.filter(block_number__lte=to_block)
-    if after is not None:
+    events = Event.objects.filter(lat=lat, type__in=query.types)
+    if query.from_block is not None:
+        events = events.filter(block_number__gte=query.from_block)
+    if query.to_block is not None:
+        events = events.filter(block_number__lte=query.to_block)
+    if (after := query.after) is not None:
         events = events.filter(block_number__lte=after.block_number).exclude(
             block_number=after.block_number, log_index__gte=after.log_index
         )
     rows = events.order_by("-block_number", "-log_index").values_list(
         "type", "block_number", "created_at", "tx_hash", "log_index", "args"
-    )[: take + 1]
-    return _event_page(list(rows), take)
+    )[: query.take + 1]
+    return _event_page(list(rows), query.take)
 
 
 def _event_page(rows: list[tuple], take: int) -> EventPage:

@@ -153,14 +153,8 @@ class EventListView(ConditionalReadMixin, APIView):
             after = selectors.EventKey(
                 *cursors.cursor_decode(params["cursor"], EVENT_CURSOR_VERSION, 2)
             )
-        page = selectors.event_page(
-            lat_address=lat,
-            types=types,
-            from_block=low,
-            to_block=high,
-            take=parse_take(params),
-            after=after,
-        )
+        query = selectors.EventQuery(types, low, high, parse_take(params), after)
+        page = selectors.event_page(lat_address=lat, query=query)
         next_cursor = (
             cursors.cursor_encode(EVENT_CURSOR_VERSION, page.next.block_number, page.next.log_index)
             if page.next

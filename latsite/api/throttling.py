@@ -93,11 +93,11 @@ def _count(key: str, *, ttl: int) -> int:
 
 def _count_many(
     counters: Sequence[tuple[str, int]], reads: Sequence[str] = ()
-) -> tuple[list[int], dict[str, Any]]:
+) -> tuple[list[int], dict[str, Any] | None]:
     """Add one to each (key, ttl) counter and return their totals, with the cache's values of
     `reads` (keys as given to the cache; absent keys left out): one round trip to Redis (INCR
     and EXPIRE of every counter and GET of every read, in one pipeline); add-then-incr on
-    other caches, where nothing is read ahead."""
+    other caches, where nothing is read ahead (None)."""
     if _is_django_redis():
         redis_cache: Any = cache  # django-redis's cache (checked above): .client is its own
         pipe = redis_cache.client.get_client(write=True).pipeline(transaction=False)
@@ -112,7 +112,7 @@ def _count_many(
         values = zip(reads, answers[2 * len(counters) :], strict=True)
         decode = redis_cache.client.decode
         return used, {key: decode(raw) for key, raw in values if raw is not None}
-    return [_count_locally(key, ttl=ttl) for key, ttl in counters], {}
+    return [_count_locally(key, ttl=ttl) for key, ttl in counters], None
 
 
 def _count_locally(key: str, *, ttl: int) -> int:
@@ -135,7 +135,7 @@ def count_windows(windows: Sequence[Window], *, request=None, view=None) -> list
     if answer is redisguard.UNAVAILABLE:
         return None
     used, values = answer
-    if reads:
+    if reads and values is not None:
         setattr(_http_request(request), PREFETCH_ATTRIBUTE, (frozenset(reads), values))
     return used
 

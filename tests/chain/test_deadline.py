@@ -29,6 +29,7 @@ from lats.chain.deadline import DeadlineClient
 from lats.chain.errors import ChainUnavailable
 from lats.chain.transport import error_kind
 from tests.ports import closed_port_url
+from tests.trickling import TricklingServer
 
 CHAIN_ID = 31337  # anvil's default, which start_anvil passes on its command line
 
@@ -216,38 +217,14 @@ def test_concurrent_callers_each_get_a_connection(node):
 # --- the deadline --------------------------------------------------------------------------------
 
 
-class Trickler:
-    """Accepts, reads the request, then sends a status line one byte every 50 ms, forever: each
-    read succeeds well within any per-read timeout, the answer never completes."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.stopping = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        try:
-            conn, _ = self.sock.accept()
-        except OSError:
-            return
-        with conn:
-            conn.recv(65536)
-            for byte in b"HTTP/1.1 200 OK\r\nX-Padding: " + b"a" * 10_000:
-                if self.stopping.wait(0.05):
-                    return
-                try:
-                    conn.sendall(bytes([byte]))
-                except OSError:
-                    return
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.sock.close()
+def trickler() -> TricklingServer:
+    """Accepts, reads the request, then sends a status line one byte every 50 ms: each read
+    succeeds well within any per-read timeout, the answer never completes in the test."""
+    return TricklingServer(b"HTTP/1.1 200 OK\r\nX-Padding: " + b"a" * 10_000, interval=0.05)
 
 
 def test_an_answer_trickled_a_byte_at_a_time_is_cut_at_the_deadline():
-    node = Trickler()
+    node = trickler()
     chain = "deadline-trickle"
     before = rpc_sample("lat_rpc_errors_total", chain=chain, method="eth_chainId", kind="timeout")
     try:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import threading
 import time
 import uuid
@@ -25,6 +24,7 @@ from django.core.management import call_command
 from deposits import restaking
 from devchain.anvil import rpc_chain_id, start_anvil
 from devchain.devnet import connect, contract, write_manifests
+from tests.trickling import TricklingServer
 
 pytestmark = pytest.mark.chain
 
@@ -176,39 +176,16 @@ def test_frozen_node_is_a_500_within_the_deadline_then_recovers(api, lat_eth, sp
     assert response.json() == expected
 
 
-class TricklingNode:
+def trickling_node() -> TricklingServer:
     """Answers 200 with a long Content-Length, then one byte every 0.2 s for 3 s: every socket
     read succeeds well within any per-socket timeout, but the answer never completes in time."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.stopping = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with conn:
-                conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
-                conn.sendall(b"Content-Length: 1000\r\n\r\n")
-                for _ in range(15):
-                    if self.stopping.wait(0.2):
-                        break
-                    conn.sendall(b" ")
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.sock.close()
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    return TricklingServer(head + b" " * 15, at_once=len(head), interval=0.2)
 
 
 def test_node_trickling_bytes_is_cut_at_the_total_deadline(api, dataset, settings):
     """A per-socket timeout never fires here; the total deadline does."""
-    node = TricklingNode()
+    node = trickling_node()
     try:
         settings.RPC_URL = node.url
         settings.SIMULATE_TIMEOUT = 1

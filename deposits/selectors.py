@@ -279,15 +279,12 @@ def _total(where: _Filter) -> int:
             cursor.execute(f"SELECT COUNT(*) FROM {_TABLE} d WHERE {' AND '.join(clauses)}", params)
             return cursor.fetchone()[0]
     field, address = next(iter(where.columns.items()), ("", ""))
-    lats = (
-        ""
-        if where.lat_ids is None
-        else f" AND lat_id IN ({', '.join(['%s'] * len(where.lat_ids))})"
-    )
+    lats, lat_params = _Filter(lat_ids=where.lat_ids, columns={}).where("c")
+    clauses = ["c.field = %s", "c.address = %s", *lats]
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT SUM(n) FROM {_COUNT_TABLE} WHERE field = %s AND address = %s{lats}",
-            [field, address, *(where.lat_ids or [])],
+            f"SELECT SUM(n) FROM {_COUNT_TABLE} c WHERE {' AND '.join(clauses)}",
+            [field, address, *lat_params],
         )
         return int(cursor.fetchone()[0] or 0)
 

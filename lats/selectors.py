@@ -156,8 +156,9 @@ def _uint(value: Decimal | str) -> Decimal:
     return value if type(value) is Decimal else Decimal(value)
 
 
-def _json(value: Any) -> Any:
-    """A JSONField's column: Django has the database drivers hand it over as text."""
+def json_column(value: Any) -> Any:
+    """A JSONField's column read with plain SQL: Django has the database drivers hand it over
+    as text."""
     return json.loads(value) if isinstance(value, str) else value
 
 
@@ -174,14 +175,14 @@ def _record(row: tuple) -> LatRecord:
         avs,
         chain_id,
         max_nodes,
-        _json(deployments),
+        json_column(deployments),
         base_asset,
         base_symbol,
         override,
         _uint(unit_price),
         _uint(assets),
         _uint(supply),
-        _json(apys),
+        json_column(apys),
         [],
     )
 
@@ -307,7 +308,7 @@ def lat_list_documents() -> list[tuple[str, dict]]:
 
 
 def _listed_lat(row: tuple) -> dict:
-    deployments = _json(row[8]) or {}
+    deployments = json_column(row[8]) or {}
     return {
         "proxyAddress": row[1],
         "implementationAddress": row[2],

@@ -4,7 +4,6 @@ and its history (snapshots sampled at regular points)."""
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -19,6 +18,7 @@ from lats.selectors import (
     RECORD_WIDTH,
     LatRecord,
     TokenLink,
+    json_column,
     records_from_rows,
 )
 from lats.values import to_eth
@@ -255,8 +255,7 @@ def lat_detail(*, address: str) -> LatDetail:
     ((record, own),) = records_from_rows(rows)
     first = own[0]
     curated = dict(zip(CURATED_FIELDS, first[RECORD_WIDTH + 1 :], strict=True))
-    if isinstance(curated["tags"], str):  # JSON text, as Django has the drivers hand it over
-        curated["tags"] = json.loads(curated["tags"])
+    curated["tags"] = json_column(curated["tags"])
     tokens = own if record.tokens else []  # one row per token, or one for the LAT alone
     staked = {
         link.token_id: _staked_total(row[RECORD_WIDTH])

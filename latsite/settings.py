@@ -119,8 +119,8 @@ DATABASES = {
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
 # Off by default: a health check is one more round trip on every request.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DB_CONN_HEALTH_CHECKS", default=False)
-# The LAT list and detail statements prepared once per connection (latsite.db.fetch_prepared);
-# off for a pooler that cannot keep prepared statements per client.
+# The LAT list, LAT detail and deposit target statements prepared once per connection
+# (latsite.db.fetch_prepared); off for a pooler that cannot keep prepared statements per client.
 DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from django.conf import settings
 
-from latsite.deadline_io import DeadlineSocket
+from latsite.deadline_io import DeadlineSocket, seconds_left
 from latsite.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 
 _CHUNK = 8192
@@ -289,10 +289,7 @@ class _Deadline:
 
     def remaining(self) -> float:
         """Seconds left; TimeoutError once there are none."""
-        left = self._at - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the metadata fetch deadline passed")
-        return left
+        return seconds_left(self._at, what="the metadata fetch deadline")
 
 
 class _PinnedConnection(http.client.HTTPConnection):

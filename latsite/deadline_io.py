@@ -6,8 +6,18 @@ from __future__ import annotations
 
 import io
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
+
+
+def seconds_left(deadline: float, *, what: str = "the deadline") -> float:
+    """Seconds from now to `deadline` (a time.monotonic() value); TimeoutError once there are
+    none."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError(f"{what} passed")
+    return left
 
 
 class DeadlineSocket:

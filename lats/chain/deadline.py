@@ -34,7 +34,6 @@ import select
 import socket
 import ssl
 import threading
-import time
 import urllib.parse
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -44,7 +43,7 @@ import requests
 
 from lats.chain.errors import ChainUnavailable
 from lats.chain.transport import checked_batch
-from latsite.deadline_io import DeadlineSocket
+from latsite.deadline_io import DeadlineSocket, seconds_left
 from latsite.telemetry import UNKNOWN_CHAIN
 
 MAX_IDLE = 8  # idle connections kept per node
@@ -80,10 +79,7 @@ class _Connection(http.client.HTTPConnection):
 
     def _left(self) -> float:
         """Seconds left before this request's deadline; TimeoutError once none are."""
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the deadline passed")
-        return left
+        return seconds_left(self.deadline)
 
     def idle(self) -> bool:
         """Open and silent: nothing to read (the node's close, or anything unasked) yet."""
@@ -120,9 +116,7 @@ class _ConnectPool:
 
     def open(self, connection: _Connection, deadline: float) -> _Connection:
         """`connection` connected, or TimeoutError at the deadline (the late one is closed)."""
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the deadline passed")
+        left = seconds_left(deadline)
         connection.timeout = left
         future = self._executor().submit(connection.connect)
         try:

@@ -37,7 +37,7 @@ from deposits.selectors import shared_log_range
 from lats.chain.activity import activity_topics
 from lats.chain.errors import ChainUnavailable
 from lats.chain.gateway import gateway_for
-from lats.chain.heads import HeadSubscription, ws_url_for
+from lats.chain.heads import HeadSubscription, backoff, ws_url_for
 from lats.indexing import chain_confirmations
 from lats.models import Lat
 from latsite.jobs import DONE, LAGGING, SKIPPED, run_step
@@ -155,7 +155,7 @@ class Follower:
                 # One failure (a read at a block a reorg just took away) is retried at the
                 # usual pace; from the second in a row the wait doubles, up to max_backoff.
                 self.failures += 1
-                delay = min(self.poll_interval * 2 ** min(self.failures - 1, 16), self.max_backoff)
+                delay = backoff(self.failures, base=self.poll_interval, cap=self.max_backoff)
                 logger.warning(
                     "chain %s: node unavailable (%s); retry in %ss", self.chain_id, exc, delay
                 )

@@ -20,6 +20,11 @@ from websockets.sync.client import connect
 logger = logging.getLogger(__name__)
 
 
+def backoff(failures: int, *, base: float, cap: float) -> float:
+    """The wait after `failures` failures in a row: base, then doubling, at most `cap`."""
+    return min(base * 2 ** min(failures - 1, 16), cap)
+
+
 def ws_url_for(chain_id: int, *, urls: dict[int, str]) -> str | None:
     """The chain's WebSocket node (WS_URL_<chainId>), or None: poll only."""
     return urls.get(chain_id) or None
@@ -53,7 +58,7 @@ class HeadSubscription:
                 failures = 0
             except (OSError, TimeoutError, ValueError, WebSocketException) as exc:
                 failures += 1
-                delay = min(2 ** min(failures - 1, 16), self.max_backoff)
+                delay = backoff(failures, base=1, cap=self.max_backoff)
                 # The URL may hold an API key: only the kind of failure is logged.
                 logger.warning(
                     "new-head subscription failed (%s); polling only, retry in %ss",

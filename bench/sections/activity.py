@@ -16,11 +16,11 @@ from bench.context import Context, SectionResult, Target
 from bench.load import LoadResult
 from bench.sections.api import (
     COLUMNS,
-    _alternate,
-    _interleaved,
     _ratio_target,
     _row,
     answer_json,
+    interleave,
+    interleaved_runs,
 )
 
 TITLE = "Holders and events endpoints under load; the event indexer on anvil"
@@ -118,10 +118,7 @@ def _http(ctx: Context, result: SectionResult) -> None:
     result.warn_busy(usages, "req/s figures are disturbed (req/CPU-s less so)")
     if baselines:
         for name in list(paths)[1:]:
-            together = (
-                measured.get(_interleaved(name)),
-                measured.get(_interleaved("baseline", name)),
-            )
+            together = interleaved_runs(measured, name)
             target = _ratio_target(name, measured.get(name), baselines, together)
             result.targets.append(target)
     for pair in PAGES.values():
@@ -148,13 +145,10 @@ def _measure(ctx: Context, result: SectionResult, paths: dict[str, str]) -> dict
                 measured[label] = load
                 ctx.log(f"activity: {label}: {load.summary()} ({time.monotonic() - started:.0f} s)")
                 result.check(f"{label} ({path})", load, server)
-        # The ratio targets' decision: each page in turn with the baseline (api._alternate).
+        # The ratio targets' decision: each page in turn with the baseline (api.interleave).
         for name, path in list(paths.items())[1:]:
             if name in measured:
-                urls = (server.url(paths["baseline"]), server.url(path))
-                measured[_interleaved(name)], measured[_interleaved("baseline", name)] = _alternate(
-                    ctx, *urls
-                )
+                interleave(ctx, measured, name, server.url(paths["baseline"]), server.url(path))
     return measured
 
 

@@ -151,10 +151,7 @@ def run(ctx: Context, result: SectionResult) -> None:
     if baseline_rps:
         for name in list(_ordered(paths))[1:]:
             minimum = MIN_UNCACHED_RATIO if name in UNCACHED else MIN_RATIO
-            together = (
-                measured.get(_interleaved(name)),
-                measured.get(_interleaved("baseline", name)),
-            )
+            together = interleaved_runs(measured, name)
             result.targets.append(
                 _ratio_target(name, measured.get(name), baselines, together, minimum=minimum)
             )
@@ -213,12 +210,8 @@ def _measure(ctx: Context, result: SectionResult, paths: dict[str, str]) -> dict
         for name, path in list(_ordered(paths).items())[1:]:
             if name in measured:
                 server = uncached if name in UNCACHED else cached
-                urls = (cached.url(paths["baseline"]), server.url(path))
-                measured[_interleaved(name)], measured[_interleaved("baseline", name)] = _alternate(
-                    ctx, *urls
-                )
-                ratio = (
-                    measured[_interleaved(name)].rps / measured[_interleaved("baseline", name)].rps
+                ratio = interleave(
+                    ctx, measured, name, cached.url(paths["baseline"]), server.url(path)
                 )
                 ctx.log(f"api: {name} interleaved with the baseline: {ratio:.1%}")
         if ctx.args.explain:
@@ -228,6 +221,23 @@ def _measure(ctx: Context, result: SectionResult, paths: dict[str, str]) -> dict
 
 def _interleaved(name: str, against: str | None = None) -> str:
     return f"{name} (interleaved)" if against is None else f"{name} (interleaved with {against})"
+
+
+def interleave(
+    ctx: Context, measured: dict[str, LoadResult], name: str, baseline_url: str, url: str
+) -> float:
+    """Measure `name` (at `url`) interleaved with the baseline (_alternate), keep both runs in
+    `measured` for `interleaved_runs`, and return the endpoint's req/s over the baseline's."""
+    mine, theirs = _alternate(ctx, baseline_url, url)
+    measured[_interleaved(name)], measured[_interleaved("baseline", name)] = mine, theirs
+    return mine.rps / theirs.rps if theirs.rps else 0.0
+
+
+def interleaved_runs(
+    measured: dict[str, LoadResult], name: str
+) -> tuple[LoadResult | None, LoadResult | None]:
+    """The endpoint's and the baseline's interleaved runs (interleave), where measured."""
+    return measured.get(_interleaved(name)), measured.get(_interleaved("baseline", name))
 
 
 def _alternate(ctx: Context, baseline_url: str, url: str) -> tuple[LoadResult, LoadResult]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -37,12 +38,67 @@ _EVENT_COLUMNS = (
 )
 
 
+@dataclass(frozen=True)
+class EventRows:
+    """Logs made ready to store without the database (in the read-ahead thread, while the
+    range before is stored): each log's COPY line by key, and the balance moves of them all."""
+
+    lines: dict[tuple[int, int], str]
+    deltas: dict[str, int]
+    first_blocks: dict[str, int]
+
+
+def event_rows(
+    *, lat_id: int, logs: Sequence[ActivityLog], timestamps: dict[int, int]
+) -> EventRows:
+    """The logs' EventRows; `timestamps` as activity_record takes them."""
+    times, line = log_times(logs, timestamps), _event_line()
+    lines = {
+        log.key: line(
+            (
+                lat_id,
+                log.block_number,
+                log.log_index,
+                log.tx_hash,
+                log.block_hash,
+                times[log.block_number],
+                log.type,
+                log.args,
+            )
+        )
+        for log in logs
+    }
+    deltas, first_blocks = _deltas((log.type, log.args, log.block_number) for log in logs)
+    return EventRows(lines, deltas, first_blocks)
+
+
+def join_event_rows(parts: Sequence[EventRows]) -> EventRows:
+    """The EventRows of consecutive ranges as one."""
+    if len(parts) == 1:
+        return parts[0]
+    lines: dict[tuple[int, int], str] = {}
+    deltas: dict[str, int] = defaultdict(int)
+    first_blocks: dict[str, int] = {}
+    for part in parts:
+        lines.update(part.lines)
+        for address, delta in part.deltas.items():
+            deltas[address] += delta
+        for address, block in part.first_blocks.items():
+            first_blocks.setdefault(address, block)  # the ranges come in block order
+    return EventRows(lines, {a: d for a, d in deltas.items() if d}, first_blocks)
+
+
 def activity_record(
-    *, lat: Lat, logs: Sequence[ActivityLog], timestamps: dict[int, int]
+    *,
+    lat: Lat,
+    logs: Sequence[ActivityLog],
+    timestamps: dict[int, int],
+    rows: EventRows | None = None,
 ) -> list[ActivityLog]:
     """Store the logs not yet stored and move the balances by their transfers; returns the
-    new logs. `timestamps` gives each block's time where the logs lack it. Running twice adds
-    nothing. Call inside a transaction."""
+    new logs. `timestamps` gives each block's time where the logs lack it; `rows`, the logs'
+    EventRows where they were made ahead. Running twice adds nothing. Call inside a
+    transaction."""
     if not logs:
         return []
     stored = set(
@@ -53,6 +109,8 @@ def activity_record(
         ).values_list("block_number", "log_index")
     )
     new = [log for log in logs if log.key not in stored]
+    if rows is None or stored:
+        rows = event_rows(lat_id=lat.id, logs=new, timestamps=timestamps)
     times = log_times(new, timestamps)
     bulk_insert(
         Event,
@@ -70,11 +128,10 @@ def activity_record(
             )
             for log in new
         ),
-        copy_line=_event_line(),
+        lines=rows.lines.values(),
     )
-    deltas, first_blocks = _deltas((log.type, log.args, log.block_number) for log in new)
-    if deltas:
-        _move_balances(lat, deltas, first_blocks)
+    if rows.deltas:
+        _move_balances(lat, rows.deltas, rows.first_blocks)
     return new
 
 
@@ -96,20 +153,26 @@ _JSON = json.JSONEncoder(separators=(",", ":")).encode
 
 def _event_line() -> Callable[[tuple], str]:
     """An Event row in COPY's text format (a backfill writes hundreds of thousands): the
-    block's time written once per block, the arguments as compact JSON."""
-    instants: dict[datetime, str] = {}
+    block's time and hashes written once per block and transaction, the arguments as compact
+    JSON."""
+    texts: dict[Any, str] = {}  # instants and hashes, each written once
+
+    def text(value: Any) -> str:
+        written = texts.get(value)
+        if written is None:
+            written = texts[value] = (
+                value.isoformat() if isinstance(value, datetime) else copy_escape(value)
+            )
+        return written
 
     def line(row: tuple) -> str:
         lat_id, block, index, tx_hash, block_hash, created, kind, args = row
-        instant = instants.get(created)
-        if instant is None:
-            instant = instants[created] = created.isoformat()
-        text = _JSON(args)
-        if "\\" in text:
-            text = copy_escape(text)
+        arguments = _JSON(args)
+        if "\\" in arguments:
+            arguments = copy_escape(arguments)
         return (
-            f"{lat_id}\t{block}\t{index}\t{copy_escape(tx_hash)}\t{copy_escape(block_hash)}"
-            f"\t{instant}\t{kind}\t{text}\n"
+            f"{lat_id}\t{block}\t{index}\t{text(tx_hash)}\t{text(block_hash)}"
+            f"\t{text(created)}\t{kind}\t{arguments}\n"
         )
 
     return line

@@ -11,7 +11,14 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from deposits.activity import activity_record, activity_remove_from_block, log_times
+from deposits.activity import (
+    EventRows,
+    activity_record,
+    activity_remove_from_block,
+    event_rows,
+    join_event_rows,
+    log_times,
+)
 from deposits.models import (
     Deposit,
     DepositCheckpoint,
@@ -22,8 +29,8 @@ from deposits.models import (
 )
 from deposits.selectors import lat_contracts
 from lats.chain.activity import ActivityLog
-from lats.chain.gateway import Gateway, gateway_for, read_ahead
-from lats.indexing import Checkpoint, Range, Rewind, index_ranges, index_start
+from lats.chain.gateway import Gateway, gateway_for, read_ahead_gathered
+from lats.indexing import Checkpoint, Range, Rewind, index_ranges, index_start, join_ranges
 from lats.models import Lat, SyncStatus
 from lats.sync_status import chain_head_seen, sync_status_recording, sync_status_success
 from latsite.db import add_counts, bulk_insert, copy_escape
@@ -263,8 +270,42 @@ def _deposit(log: ActivityLog, times: dict[int, datetime]) -> DepositEvent:
     )
 
 
+@dataclass(frozen=True)
+class _Ready:
+    """A range read, its rows made ready to store without the database (in the read-ahead
+    thread, while the range before is stored)."""
+
+    read: Range
+    events: EventRows
+    deposits: list[DepositEvent]
+
+
+def _ready(lat_id: int, read: Range) -> _Ready:
+    # Timestamps come with the logs where the node includes them (anvil, geth >= 1.14, reth);
+    # otherwise from the blocks read with them.
+    timestamps = {number: block.timestamp for number, block in read.blocks.items()}
+    deposits = [log for log in read.logs if log.type == Event.Type.DEPOSIT]
+    times = log_times(deposits, timestamps)
+    return _Ready(
+        read=read,
+        events=event_rows(lat_id=lat_id, logs=read.logs, timestamps=timestamps),
+        deposits=[_deposit(log, times) for log in deposits],
+    )
+
+
+def _join(readies: list[_Ready]) -> _Ready:
+    """Consecutive ranges made ready, as one to store in one transaction."""
+    if len(readies) == 1:
+        return readies[0]
+    return _Ready(
+        read=join_ranges([r.read for r in readies]),
+        events=join_event_rows([r.events for r in readies]),
+        deposits=[d for r in readies for d in r.deposits],
+    )
+
+
 @transaction.atomic
-def _store_range(lat: Lat, read: Range) -> tuple[int, list[ActivityLog]]:
+def _store_range(lat: Lat, ready: _Ready) -> tuple[int, list[ActivityLog]]:
     """One range's deposits, events and balances with its checkpoint; returns how many
     deposits were new, and the new logs."""
     if connection.vendor == "postgresql":
@@ -273,13 +314,10 @@ def _store_range(lat: Lat, read: Range) -> tuple[int, list[ActivityLog]]:
         # not wait for its WAL flush (a backfill commits once per range).
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit = off")
-    # Timestamps come with the logs where the node includes them (anvil, geth >= 1.14, reth);
-    # otherwise from the blocks read with them.
+    read = ready.read
     timestamps = {number: block.timestamp for number, block in read.blocks.items()}
-    new_logs = activity_record(lat=lat, logs=read.logs, timestamps=timestamps)
-    deposits = [log for log in read.logs if log.type == Event.Type.DEPOSIT]
-    times = log_times(deposits, timestamps)
-    new = deposit_record_events(lat=lat, events=[_deposit(log, times) for log in deposits])
+    new_logs = activity_record(lat=lat, logs=read.logs, timestamps=timestamps, rows=ready.events)
+    new = deposit_record_events(lat=lat, events=ready.deposits)
     DepositCheckpoint.objects.update_or_create(
         lat=lat,
         defaults={
@@ -288,6 +326,12 @@ def _store_range(lat: Lat, read: Range) -> tuple[int, list[ActivityLog]]:
         },
     )
     return new, new_logs
+
+
+# A backfill reads up to GATHER_RANGES ranges ahead of the one being stored, and stores those
+# already read in one transaction while they hold at most GATHER_LOGS logs.
+GATHER_RANGES = 8
+GATHER_LOGS = 50_000
 
 
 def deposit_index(
@@ -329,12 +373,21 @@ def deposit_index(
             fetch=fetch,
             max_range=max_range,
         )
-        # The next range is read from the node while this one is stored.
-        for read in read_ahead(ranges):
-            new_deposits, new_logs = _store_range(lat, read)
+        # The next ranges are read from the node while this one is stored; those read by the
+        # time it is are stored together (a backfill moves each holder and count once per
+        # transaction, not once per range).
+        gathered = read_ahead_gathered(
+            (_ready(lat.id, read) for read in ranges),
+            depth=GATHER_RANGES,
+            weight=lambda ready: len(ready.read.logs),
+            limit=GATHER_LOGS,
+        )
+        for readies in gathered:
+            ready = _join(readies)
+            new_deposits, new_logs = _store_range(lat, ready)
             new, events = new + new_deposits, events + len(new_logs)
             if progress:
-                progress(read.last - start.first + 1, head.number - start.first + 1)
+                progress(ready.read.last - start.first + 1, head.number - start.first + 1)
     chain_head_seen(chain_id=lat.chain_id, head=head)
     sync_status_success(lat=lat, job=SyncStatus.Job.DEPOSITS, block=head.number)
     return IndexSummary(

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Protocol
 
 from django.conf import settings
@@ -218,6 +219,22 @@ class Range:
     logs: list[Any]
     blocks: dict[int, Block]  # the headers of the blocks with logs, of `last` and the head
     checkpoint: Checkpoint  # to store with the range's rows
+
+
+def join_ranges(ranges: Sequence[Range]) -> Range:
+    """Consecutive ranges as one, stored in one transaction with the last one's checkpoint."""
+    if len(ranges) == 1:
+        return ranges[0]
+    for before, after in pairwise(ranges):
+        if after.first != before.last + 1:
+            raise ValueError(f"ranges not consecutive: {before.last} then {after.first}")
+    return Range(
+        first=ranges[0].first,
+        last=ranges[-1].last,
+        logs=[log for r in ranges for log in r.logs],
+        blocks={number: block for r in ranges for number, block in r.blocks.items()},
+        checkpoint=ranges[-1].checkpoint,
+    )
 
 
 def index_ranges(

@@ -82,11 +82,13 @@ def bulk_insert(
     rows: Iterable[Sequence[Any]],
     *,
     copy_line: Callable[[Any], str] | None = None,
+    lines: Iterable[str] | None = None,
 ) -> None:
     """Insert rows of `columns` (column names) at once: COPY on PostgreSQL (a backfill writes
     many thousands), bulk_create elsewhere. No signals, no defaults: every column is given.
     `copy_line` may write a row's line of COPY's text format itself (tab-separated, escaped,
-    ending in a newline), faster than the generic conversion of each value."""
+    ending in a newline), faster than the generic conversion of each value; `lines` are the
+    rows' lines already written that way (then `rows` serve other databases only)."""
     if connection.vendor != "postgresql":
         by_column = {f.column: f.attname for f in model._meta.concrete_fields}
         attnames = [by_column[column] for column in columns]
@@ -100,8 +102,8 @@ def bulk_insert(
         # per value (a backfill writes hundreds of thousands of rows).
         line = copy_line or _copy_line
         batch: list[str] = []
-        for row in rows:
-            batch.append(line(row))
+        for text in lines if lines is not None else map(line, rows):
+            batch.append(text)
             if len(batch) == 5000:
                 copy.write("".join(batch))
                 batch.clear()

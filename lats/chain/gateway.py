@@ -14,7 +14,7 @@ import contextlib
 import functools
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from eth_utils import to_checksum_address
@@ -669,6 +669,26 @@ def read_ahead(items: Iterator[T], *, depth: int = 1) -> Iterator[T]:
     place in the sequence. When the consumer stops early, the producer stops before its next
     item (a read in flight runs to its end or its timeout, in the background). `items` must
     not touch the database: it runs in another thread, on none of the consumer's connections."""
+    batches = read_ahead_gathered(items, depth=depth)
+    try:
+        for batch in batches:
+            yield from batch
+    finally:
+        batches.close()
+
+
+def read_ahead_gathered(
+    items: Iterator[T],
+    *,
+    depth: int = 1,
+    weight: Callable[[T], int] = lambda _: 1,
+    limit: int = 1,
+) -> Generator[list[T], None, None]:
+    """`read_ahead`, the items handed over in lists: the next item (waited for), then those
+    the producer has already made after it (never waited for), while their total `weight`
+    stays within `limit`. A consumer slower than the producer so takes several items at once
+    (a backfill stores several ranges in one transaction); one as fast takes them one by one,
+    as soon as each is made."""
     answers: queue.Queue[tuple[bool, Any]] = queue.Queue()
     wanted = threading.Semaphore(depth)  # one permit per item the consumer will take
     stopped = threading.Event()
@@ -688,15 +708,30 @@ def read_ahead(items: Iterator[T], *, depth: int = 1) -> Iterator[T]:
             answers.put((True, exc))  # raised by the consumer
 
     threading.Thread(target=produce, name="read-ahead", daemon=True).start()
+    held: tuple[bool, Any] | None = None  # an answer taken from the queue for the next list
     try:
         while True:
-            done, value = answers.get()
+            done, value = held or answers.get()
+            held = None
             if done:
                 if value is not None:
                     raise value
                 return
             wanted.release()  # the next item is read while this one is handled
-            yield value
+            batch, total = [value], weight(value)
+            while True:
+                try:
+                    answer = answers.get_nowait()
+                except queue.Empty:
+                    break
+                done, value = answer
+                if done or total + weight(value) > limit:
+                    held = answer
+                    break
+                wanted.release()
+                batch.append(value)
+                total += weight(value)
+            yield batch
     finally:
         stopped.set()
 

@@ -8,6 +8,7 @@ service's tables. A reorg made with evm_snapshot/evm_revert must leave the same 
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from deposits import activity_selectors
+from deposits import activity_selectors, services
 from deposits.models import DepositCheckpoint, Holder, HolderBucket, HolderTally
 from tests.chainreads import chain_balances, chain_events
 from tests.deposits.test_holder_rank import key_by_digits
@@ -256,3 +257,30 @@ def test_reorg_leaves_holders_and_events_equal_to_the_canonical_chain(synced, ap
     assert served_events(api, lat, take=50) == expected_feed(
         chain, manifest, indexed_block(manifest)
     )
+
+
+def test_ranges_read_ahead_are_stored_together_as_the_chain_has_them(synced, api, settings):
+    """One-block ranges, read ahead while a slow first store runs, are stored together (one
+    transaction, the last range's checkpoint): a holder credited in one range and debited in
+    the next, or emptied by a burn, ends as balanceOf says, and the feed as get_logs says."""
+    chain, manifest = synced, synced.lat("latETH")
+    act(chain, manifest)
+    settings.LOG_BLOCK_RANGE = 1
+    stored_blocks: list[int] = []
+    store = services._store_range
+
+    def slow_first(lat, ready):
+        if lat.proxy_address == manifest["proxyAddress"]:
+            if not stored_blocks:
+                time.sleep(0.5)  # meanwhile the next ranges are read ahead
+            stored_blocks.append(ready.read.last - ready.read.first + 1)
+        return store(lat, ready)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(services, "_store_range", slow_first)
+        sync()
+    assert stored_blocks[0] == 1, stored_blocks
+    assert max(stored_blocks) > 1, stored_blocks
+    assert_holders_equal_the_chain(chain, api, manifest)
+    lat = manifest["proxyAddress"]
+    assert served_events(api, lat) == expected_feed(chain, manifest, indexed_block(manifest))

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from lats.chain.errors import ChainUnavailable
-from lats.chain.gateway import read_ahead
+from lats.chain.gateway import read_ahead, read_ahead_gathered
 
 
 class Source:
@@ -65,3 +65,41 @@ def test_early_stop_stops_the_producer():
     produced = len(source.produced)
     time.sleep(0.3)
     assert len(source.produced) == produced <= 2
+
+
+def gathered_after(source: Source, made: int, **gather) -> list[list[int]]:
+    """The lists read_ahead_gathered hands over when the producer has made `made` items
+    before the consumer takes any."""
+    batches = read_ahead_gathered(iter(source), **gather)
+    taken = []
+    try:
+        settle(source, made)
+        for batch in batches:
+            taken.append(batch)
+    finally:
+        batches.close()
+    return taken
+
+
+def test_gathered_hands_over_what_is_ready_within_the_limit():
+    source = Source(10)
+    # Items weigh their value + 1 and the limit is 6: 0, 1 and 2 together (6), then each
+    # alone (4 + 5 already passes 6).
+    batches = gathered_after(source, 10, depth=10, weight=lambda i: i + 1, limit=6)
+    assert batches == [[0, 1, 2], *([i] for i in range(3, 10))]
+
+
+def test_gathered_never_waits_for_an_item_not_yet_made():
+    source = Source(10)
+    batches = read_ahead_gathered(iter(source), depth=1, limit=100)
+    # With one item read ahead at most, each list is the one item made.
+    assert list(batches) == [[i] for i in range(10)]
+
+
+def test_gathered_error_after_the_items_before_it():
+    source = Source(10, fail_at=4)
+    batches = read_ahead_gathered(iter(source), depth=10, limit=100)
+    settle(source, 4)
+    assert next(batches) == [0, 1, 2, 3]
+    with pytest.raises(ChainUnavailable):
+        next(batches)

@@ -40,7 +40,7 @@ _KEY = "(d.block_number, d.log_index, d.chain_id)"
 _NEWEST_FIRST = "ORDER BY d.block_number DESC, d.log_index DESC, d.chain_id DESC"
 _SELECT_COLUMNS = """
 SELECT d.sender, d.receiver, d.asset, l.proxy_address, {amount}, {shares},
-       d.block_number, {created}, d.tx_hash, d.log_index, d.chain_id
+       d.block_number, {created}, d.tx_hash, d.log_index, d.chain_id{{total}}
 FROM {table} d JOIN {lat_table} l ON l.id = d.lat_id
 """
 # PostgreSQL writes the amounts and the time as the records show them (decimal digits; ISO
@@ -63,8 +63,12 @@ _SELECT_VALUES = _SELECT_COLUMNS.format(
 )
 
 
-def _select() -> str:
-    return _SELECT_TEXT if connection.vendor == "postgresql" else _SELECT_VALUES
+def _select(total: str = "") -> str:
+    """The listing's SELECT; on PostgreSQL `total` (a scalar subquery) may be read with the
+    rows, as their last column."""
+    if connection.vendor != "postgresql":
+        return _SELECT_VALUES.format(total="")
+    return _SELECT_TEXT.format(total=f", ({total})" if total else "")
 
 
 # Below this `skip` a page is read by walking the listing's index from the top; deeper, the
@@ -213,40 +217,61 @@ def deposit_page(
     where = _filter(filters)
     if where.lat_ids == []:
         return DepositPage(rows=[], total=0, next=None)
-    total = _total(where)
+    # On PostgreSQL, a total read from the counts comes with the rows, in their statement.
+    counts = _counts_sql(where) if connection.vendor == "postgresql" else None
     if after is not None:
-        rows = _rows(where, limit=take + 1, below=after)
+        rows = _rows(where, limit=take + 1, below=after, total=counts)
     elif skip >= SHALLOW_SKIP and not where.columns:
-        rows = _rows_from_position(where, skip, limit=take + 1)
+        rows = _rows_from_position(where, skip, limit=take + 1, total=counts)
     else:
-        rows = _rows(where, limit=take + 1, offset=skip)
-    return _page(rows, take, total)
+        rows = _rows(where, limit=take + 1, offset=skip, total=counts)
+    if counts is None or not rows:
+        return _page(rows, take, _total(where))
+    return _page([row[:-1] for row in rows], take, int(rows[0][-1] or 0))
+
+
+# A statement's SQL and its parameters.
+_Sql = tuple[str, list[Any]]
 
 
 def _rows(
-    where: _Filter, *, limit: int, offset: int = 0, below: DepositKey | None = None
+    where: _Filter,
+    *,
+    limit: int,
+    offset: int = 0,
+    below: DepositKey | None = None,
+    total: _Sql | None = None,
 ) -> list[tuple]:
     """`limit` rows newest first, after `offset` rows, after the key `below` or from the
-    top."""
-    clauses, params = where.where("d")
+    top; with `total`, its value as each row's last column."""
+    total_sql, params = total or ("", [])
+    clauses, filter_params = where.where("d")
+    params = [*params, *filter_params]
     if below is not None:
         clauses.append(f"{_KEY} < (%s, %s, %s)")
         params += [below.block_number, below.log_index, below.chain_id]
-    sql = _select() + (f"WHERE {' AND '.join(clauses)} " if clauses else "") + _NEWEST_FIRST
+    sql = (
+        _select(total_sql) + (f"WHERE {' AND '.join(clauses)} " if clauses else "") + _NEWEST_FIRST
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql + " LIMIT %s OFFSET %s", [*params, limit, offset])
         return cursor.fetchall()
 
 
-def _rows_from_position(where: _Filter, position: int, *, limit: int) -> list[tuple]:
+def _rows_from_position(
+    where: _Filter, position: int, *, limit: int, total: _Sql | None = None
+) -> list[tuple]:
     """`limit` rows newest first from the one `position` places from the newest: one
-    statement, the key found as deposit_key_at finds it, then the listing's index from it."""
+    statement, the key found as deposit_key_at finds it, then the listing's index from it;
+    with `total`, its value as each row's last column."""
     sql, params = _key_at_sql(position, where.lat_ids)
+    total_sql, total_params = total or ("", [])
     clauses, filter_params = where.where("d")
     clauses.append(f"{_KEY} <= (SELECT block_number, log_index, chain_id FROM start)")
-    statement = f"WITH {sql}{_select()}WHERE {' AND '.join(clauses)} {_NEWEST_FIRST} LIMIT %s"
+    select = _select(total_sql)
+    statement = f"WITH {sql}{select}WHERE {' AND '.join(clauses)} {_NEWEST_FIRST} LIMIT %s"
     with connection.cursor() as cursor:
-        cursor.execute(statement, [*params, *filter_params, limit])
+        cursor.execute(statement, [*params, *total_params, *filter_params, limit])
         return cursor.fetchall()
 
 
@@ -273,20 +298,29 @@ def _page(rows: list, take: int, total: int) -> DepositPage:
 
 def _total(where: _Filter) -> int:
     """How many deposits match: the LATs' counts for no or one address filter, else a count."""
-    if len(where.columns) > 1:
+    counts = _counts_sql(where)
+    if counts is None:
         clauses, params = where.where("d")
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT COUNT(*) FROM {_TABLE} d WHERE {' AND '.join(clauses)}", params)
             return cursor.fetchone()[0]
+    with connection.cursor() as cursor:
+        cursor.execute(*counts)
+        return int(cursor.fetchone()[0] or 0)
+
+
+def _counts_sql(where: _Filter) -> _Sql | None:
+    """How many deposits match, read from the LATs' counts (DepositCount); None for two or
+    more address filters, which the counts do not hold."""
+    if len(where.columns) > 1:
+        return None
     field, address = next(iter(where.columns.items()), ("", ""))
     lats, lat_params = _Filter(lat_ids=where.lat_ids, columns={}).where("c")
     clauses = ["c.field = %s", "c.address = %s", *lats]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT SUM(n) FROM {_COUNT_TABLE} c WHERE {' AND '.join(clauses)}",
-            [field, address, *lat_params],
-        )
-        return int(cursor.fetchone()[0] or 0)
+    return (
+        f"SELECT SUM(n) FROM {_COUNT_TABLE} c WHERE {' AND '.join(clauses)}",
+        [field, address, *lat_params],
+    )
 
 
 def deposit_total() -> int:

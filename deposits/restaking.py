@@ -18,7 +18,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NoReturn
@@ -30,7 +30,7 @@ from lats.chain.errors import ChainUnavailable
 from lats.chain.gateway import Gateway, gateway_for
 from lats.models import Lat
 from latsite.addresses import ZERO_ADDRESS, address_error, checksum, is_address
-from latsite.api.documents import cached_document
+from latsite.api.documents import cached_document, document_keys
 from latsite.api.params import parse_address
 from latsite.db import fetch_prepared
 from latsite.errors import Busy, InvalidInput, MalformedRequest, NotFound, Unavailable
@@ -132,9 +132,26 @@ def _target_sql(vendor: str) -> str:
     return sql
 
 
-def deposit_target_get(*, address: str) -> DepositTarget:
-    """The deposit target, from the read-document cache while the data behind it is unchanged."""
-    return cached_document(f"deposit-target:{address}", lambda: _deposit_target_read(address))
+def deposit_target_get(
+    *, address: str, read: Callable[[str], tuple[bool, Any]] | None = None
+) -> DepositTarget:
+    """The deposit target, from the read-document cache while the data behind it is unchanged
+    (`read`: the cache keys read ahead, as cached_document takes them)."""
+    return cached_document(
+        _target_document(address), lambda: _deposit_target_read(address), read=read
+    )
+
+
+def deposit_target_keys(address: str) -> list[str]:
+    """The cache keys deposit_target_get reads for a path address (none for a malformed one),
+    for the endpoints to read ahead with the rate limit's counters."""
+    if not is_address(address):
+        return []
+    return document_keys(_target_document(checksum(address)))
+
+
+def _target_document(address: str) -> str:
+    return f"deposit-target:{address}"
 
 
 def _deposit_target_read(address: str) -> DepositTarget:
@@ -256,15 +273,19 @@ def _party(body: Mapping[str, Any], field: str, role: str, errors: list[str]) ->
 
 
 def deposit_request_parse(
-    *, address: str, body: Mapping[str, Any], with_sender: bool
+    *,
+    address: str,
+    body: Mapping[str, Any],
+    with_sender: bool,
+    read: Callable[[str], tuple[bool, Any]] | None = None,
 ) -> DepositRequest:
     """Validate a deposit (or simulate-deposit) request, in this order: the path address (422),
     the LAT (404), then every body field at once (one 422 listing each problem with its field
     and index). Unknown body members are ignored; repeated assets are allowed (the contract
-    deposits each entry separately)."""
+    deposits each entry separately). `read`: as deposit_target_get takes it."""
     if not isinstance(body, Mapping):
         raise MalformedRequest("The request body must be a JSON object.")
-    lat = deposit_target_get(address=parse_address(address, field="address"))
+    lat = deposit_target_get(address=parse_address(address, field="address"), read=read)
 
     errors: list[str] = []
     assets = _assets(body, errors)

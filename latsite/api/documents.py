@@ -149,16 +149,32 @@ def documents_changed(**_signal_kwargs: Any) -> None:
     transaction.on_commit(_bump)
 
 
-def cached_document(name: str, build: Callable[[], Any]) -> Any:
+def document_keys(name: str) -> list[str]:
+    """The cache keys `cached_document(name, ...)` reads (none while documents are not
+    cached), for a view to read ahead in the rate limit's round trip (prefetch_cache_keys)."""
+    return list(_keys(name)) if settings.DOCUMENT_CACHE_SECONDS else []
+
+
+def cached_document(
+    name: str,
+    build: Callable[[], Any],
+    *,
+    read: Callable[[str], tuple[bool, Any]] | None = None,
+) -> Any:
+    """The document `name`, built by `build` when the cache holds none of the current
+    generation. `read(key)` gives (True, the value or None) for a key already read from Redis
+    for this request (latsite.api.throttling.prefetched), else (False, None)."""
     seconds = settings.DOCUMENT_CACHE_SECONDS
     if not seconds:
         return build()
     generation_key, document_key = _keys(name)
     if _pending and not retry_pending_bumps():
         return _local_document(document_key, build, seconds)
-    found = redisguard.call(
-        "document cache", lambda: cache.get_many([generation_key, document_key])
-    )
+    found = _read_ahead(read, (generation_key, document_key))
+    if found is None:
+        found = redisguard.call(
+            "document cache", lambda: cache.get_many([generation_key, document_key])
+        )
     if found is redisguard.UNAVAILABLE:
         return _local_document(document_key, build, seconds)
     generation = found.get(generation_key)
@@ -181,6 +197,18 @@ def cached_document(name: str, build: Callable[[], Any]) -> Any:
             lambda: cache.set(document_key, (generation, built_at, document), timeout=seconds),
         )
     return document
+
+
+def _read_ahead(
+    read: Callable[[str], tuple[bool, Any]] | None, keys: tuple[str, ...]
+) -> dict[str, Any] | None:
+    """The keys' values as cache.get_many gives them, when every key was read ahead."""
+    if read is None:
+        return None
+    answers = [read(key) for key in keys]
+    if not all(seen for seen, _ in answers):
+        return None
+    return {key: value for key, (_, value) in zip(keys, answers, strict=True) if value is not None}
 
 
 def generation_key() -> str:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, models
+from django.db import NotSupportedError, connection, models
 from django.db.backends.postgresql.base import (  # type: ignore[attr-defined]
     ServerBindingCursor,  # defined with psycopg 3, a dependency of the project
 )
@@ -32,6 +32,24 @@ def fetch_prepared(sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> lis
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
+    try:
+        return _fetch_prepared(sql, params)
+    except NotSupportedError as exc:
+        if STALE_PLAN not in str(exc) or connection.in_atomic_block:
+            raise
+    # A migration changed the result columns of a statement this connection prepared before
+    # it: PostgreSQL refuses it from then on. The connection's prepared statements are dropped
+    # (psycopg forgets its own on seeing DEALLOCATE ALL) and this one is prepared anew.
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")
+    return _fetch_prepared(sql, params)
+
+
+# PostgreSQL's error for a prepared statement whose result columns a DDL statement changed.
+STALE_PLAN = "cached plan must not change result type"
+
+
+def _fetch_prepared(sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple]:
     connection.ensure_connection()
     connection.validate_thread_sharing()
     if connection.connection.prepare_threshold is None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -60,3 +62,32 @@ def test_the_lat_endpoints_read_through_prepared_statements(api, dataset, settin
     statements = dict(prepared_statements())
     assert len(statements) == 2
     assert sorted(statements.values()) == [2, 2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_prepared_before_a_migration_changed_its_columns_runs_again():
+    """A deploy's migration changes a column's type while a connection holds the statement
+    prepared: PostgreSQL refuses the old one ("cached plan must not change result type"),
+    and the read prepares it anew instead of failing until the connection is recycled."""
+    import psycopg
+
+    table = "prepared_stale_test"
+    select = f"SELECT x FROM {table} WHERE id = %s"
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE {table} (id integer PRIMARY KEY, x integer)")
+        cursor.execute(f"INSERT INTO {table} VALUES (1, 7)")
+    try:
+        assert fetch_prepared(select, [1]) == [(7,)]
+        # The migration, from a connection of its own (another process in a deploy).
+        params = connection.get_connection_params()
+        with psycopg.connect(**params, autocommit=True) as migration:
+            migration.execute(f"ALTER TABLE {table} ALTER COLUMN x TYPE numeric(10, 2)")
+            migration.execute(f"UPDATE {table} SET x = 7.5")
+        assert fetch_prepared(select, [1]) == [(Decimal("7.50"),)]
+        assert fetch_prepared(select, [1]) == [(Decimal("7.50"),)]
+        ((statement, runs),) = prepared_statements()
+        assert f"FROM {table} WHERE id = $1" in statement
+        assert runs == 2
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP TABLE {table}")

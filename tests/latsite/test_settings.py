@@ -40,3 +40,17 @@ def test_debug_off_without_secret_key_refuses_to_start():
     result = run_manage("check", env={})
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY" in result.stderr
+
+
+def test_a_bad_metrics_allowed_ips_entry_refuses_to_start():
+    """Refused when the settings load (gunicorn, the worker, manage.py), naming the setting
+    and the entry, not at the first scrape."""
+    result = run_manage(
+        "check",
+        env={"DJANGO_DEBUG": "true", "METRICS_ALLOWED_IPS": "10.0.0.0/8,10.0.0.300"},
+    )
+    assert result.returncode != 0
+    assert "METRICS_ALLOWED_IPS" in result.stderr
+    assert "10.0.0.300" in result.stderr
+    ok = run_manage("check", env={"DJANGO_DEBUG": "true", "METRICS_ALLOWED_IPS": "10.0.0.0/8"})
+    assert ok.returncode == 0, ok.stderr

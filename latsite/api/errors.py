@@ -168,6 +168,7 @@ def _api_error(exc: exceptions.APIException, headers: dict[str, str]) -> tuple[s
 def exception_handler(exc, context) -> Response:
     headers: dict[str, str] = {}
     exc = _translated(exc)
+    logged = False  # here, with its traceback
     if isinstance(exc, errors.ServiceError):
         code, message = exc.code, exc.message
         status_code = ERROR_CODES[code][0]
@@ -175,6 +176,7 @@ def exception_handler(exc, context) -> Response:
             headers["Retry-After"] = str(exc.retry_after)
     elif isinstance(exc, exceptions.APIException):
         code, status_code, message = _api_error(exc, headers)
+        logged = status_code >= 500  # _api_error logs those
     else:
         request = context.get("request")
         logger.exception(
@@ -185,9 +187,13 @@ def exception_handler(exc, context) -> Response:
         )
         code, status_code = "internal_server_error", 500
         message = "Internal server error. The failure has been logged."
+        logged = True
     if code == "internal_server_error" and status_code != 500:
         status_code = 500
-    return Response(error_body(code, message), status=status_code, headers=headers)
+    response = Response(error_body(code, message), status=status_code, headers=headers)
+    # Django's request log would add a bare "Internal Server Error" line for one logged here.
+    response._has_been_logged = logged  # type: ignore[attr-defined]
+    return response
 
 
 def json_error(code: str, message: str, status_code: int) -> JsonResponse:

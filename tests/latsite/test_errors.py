@@ -139,6 +139,8 @@ def test_unexpected_failure_is_500_without_internals(dataset, monkeypatch, caplo
     assert "secret" not in response.content.decode()
     assert "postgres" not in error["message"]
     assert any("secret internals" in str(r.exc_info) for r in caplog.records if r.exc_info)
+    # Logged once, with its traceback: not again by Django as a bare "Internal Server Error".
+    assert [r.name for r in caplog.records if r.levelno >= logging.ERROR] == ["latsite.api.errors"]
 
 
 def test_django_500_handler_answers_error_body(rf):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Context, Decimal
@@ -19,8 +20,11 @@ from lats.sync_status import sync_status_recording, sync_status_success
 from lats.values import exchange_rate, to_eth
 from latsite.api.documents import documents_changed
 from latsite.db import model_update
+from latsite.locks import advisory_lock
 from metrics.models import MetricSnapshot, RewardsCheckpoint, RewardSubmission
 from metrics.selectors import APY_WINDOWS, lat_tvl
+
+logger = logging.getLogger(__name__)
 
 WINDOWS = {
     "current": timedelta(days=1),
@@ -199,8 +203,20 @@ def rewards_index(*, lat: Lat, gateway: Gateway | None = None) -> RewardsSummary
     checks of the node, reorgs and consistency as the deposits (lats/indexing.py). Running
     twice adds nothing. The time of the block it read up to is returned for the snapshot, so
     that metrics are those of the chain's state, not of the clock (a second sync over the same
-    blocks writes nothing)."""
+    blocks writes nothing).
+
+    The submissions and checkpoint are the AVS's, which several LATs may share: one job at a
+    time indexes them (an advisory lock per AVS). While another LAT's job holds it, this one
+    writes nothing and its snapshot reads the submissions stored so far."""
     gateway = gateway or gateway_for(lat.chain_id)
+    with advisory_lock(REWARDS_LOCK, lat.avs_id) as held:
+        return _rewards_index(lat=lat, gateway=gateway, write=held)
+
+
+REWARDS_LOCK = "metrics.rewards_index"
+
+
+def _rewards_index(*, lat: Lat, gateway: Gateway, write: bool) -> RewardsSummary:
     coordinator = lat.rewards_coordinator
     start = index_start(
         lat=lat,
@@ -211,11 +227,15 @@ def rewards_index(*, lat: Lat, gateway: Gateway | None = None) -> RewardsSummary
     )
     summary = RewardsSummary(
         new=0,
-        removed=_rewind(lat, start.rewind) if start.rewind else 0,
+        removed=_rewind(lat, start.rewind) if start.rewind and write else 0,
         block=start.head.number,
         at=start.head.time,
     )
-    if not coordinator:
+    if not coordinator or not write:
+        if not write:
+            logger.info(
+                "Reward submissions of AVS %s: another LAT's job is indexing them", lat.avs_id
+            )
         return summary
     avs_topic = "0x" + "0" * 24 + lat.avs.address[2:].lower()
 

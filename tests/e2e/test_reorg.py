@@ -181,3 +181,31 @@ def test_checkpoint_without_a_hash_is_trusted_then_completed(synced, api):
     call_command("lat_sync", "--no-progress")
     assert_equals_the_chain(chain, api)
     assert not SyncStatus.objects.exclude(last_error="").exists()
+
+
+def test_an_avs_rewards_are_indexed_by_one_job_at_a_time(synced):
+    """The submissions and checkpoint are the AVS's, which LATs may share: while another job
+    holds the AVS's lock, a LAT's snapshot writes none of them (and still records its metrics);
+    once the lock is free, the next run stores what the chain has."""
+    from metrics.models import MetricSnapshot
+    from metrics.services import REWARDS_LOCK, metrics_refresh
+    from tests.lockholder import Holder
+
+    chain, manifest = synced, synced.lat("latETH")
+    lat = Lat.objects.get(proxy_address=manifest["proxyAddress"])
+    checkpoint = RewardsCheckpoint.objects.get(avs=lat.avs).block_number
+    stored = set(RewardSubmission.objects.values_list("tx_hash", flat=True))
+    tx = submit_rewards(chain, manifest, 5 * WAD)
+    MetricSnapshot.objects.filter(lat=lat).delete()
+    with Holder(REWARDS_LOCK, lat.avs_id) as holder:
+        assert holder.acquired
+        metrics_refresh(lat=lat)
+        assert set(RewardSubmission.objects.values_list("tx_hash", flat=True)) == stored
+        assert RewardsCheckpoint.objects.get(avs=lat.avs).block_number == checkpoint
+        assert MetricSnapshot.objects.filter(lat=lat).exists()
+    metrics_refresh(lat=lat)
+    assert tx in set(RewardSubmission.objects.values_list("tx_hash", flat=True))
+    assert {
+        (s.tx_hash, s.log_index, s.block_number, s.block_hash, int(s.amount))
+        for s in RewardSubmission.objects.all()
+    } == chain_submissions(chain)

@@ -238,7 +238,7 @@ def _checkpoint(lat: Lat) -> Checkpoint | None:
 
 
 @transaction.atomic
-def _rewind(lat: Lat, rewind: Rewind) -> tuple[int, int]:
+def deposit_rewind(lat: Lat, rewind: Rewind) -> tuple[int, int]:
     """Remove the deposits and events a reorg orphaned (taking their transfers back out of
     the balances) and move the checkpoint back to the fork; returns how many deposits and
     events went."""
@@ -358,7 +358,7 @@ def deposit_index(
             origin=lat.deployment_block,
             stored_blocks=_stored_blocks(lat),
         )
-        removed, events_removed = _rewind(lat, start.rewind) if start.rewind else (0, 0)
+        removed, events_removed = deposit_rewind(lat, start.rewind) if start.rewind else (0, 0)
         new, events, head = 0, 0, start.head
         contracts = lat_contracts(lat)
 

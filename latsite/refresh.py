@@ -22,9 +22,11 @@ from typing import Any
 from celery import chain
 from django.db import transaction
 
-from deposits.services import IndexSummary, deposit_index
+from deposits.models import DepositCheckpoint, Event
+from deposits.services import IndexSummary, deposit_index, deposit_rewind
 from lats.avs_metadata import avs_refresh_metadata
 from lats.chain.gateway import Gateway, gateway_for
+from lats.indexing import Checkpoint, Rewind
 from lats.metadata import MetadataUnavailable
 from lats.models import Lat, SyncStatus
 from lats.state import RefreshSummary, lat_read_state, lat_state_stored, lat_store_state
@@ -32,7 +34,9 @@ from lats.sync_status import sync_status_recording, sync_status_success
 from latsite.api.documents import documents_changed
 from latsite.celery import app
 from latsite.jobs import Step
-from metrics.services import metrics_refresh
+from latsite.locks import advisory_lock
+from metrics.models import RewardsCheckpoint, RewardSubmission
+from metrics.services import REWARDS_LOCK, metrics_refresh, rewards_rewind
 from operators.services import nodes_read, nodes_store
 
 
@@ -144,3 +148,78 @@ def enqueue_metadata_refresh(avs_ids: list[int]) -> None:
         one_per_avs.setdefault(avs_id, lat_id)
     for lat_id in one_per_avs.values():
         app.signature(METADATA.job, args=(lat_id,)).apply_async()
+
+
+# --- a rewind by hand ----------------------------------------------------------------------
+
+
+class RewindRefused(Exception):
+    """A rewind that was not done (the message says why); nothing was changed."""
+
+
+@dataclass(frozen=True)
+class RewindSummary:
+    lat: str
+    kept_through: int  # the last block kept
+    deposits: int  # removed
+    events: int
+    submissions: int  # of the LAT's AVS
+
+
+def rewind_lat(*, lat: Lat, keep_through: int, gateway: Gateway | None = None) -> RewindSummary:
+    """Remove what a LAT's index stored above block `keep_through` (its deposits and events,
+    their transfers taken back out of the balances, and its AVS's reward submissions) and move
+    both checkpoints back to that block, read from the node: the next run indexes from there.
+
+    Ops' way on after ReorgTooDeep, which stops indexing rather than delete more than
+    REORG_MAX_DEPTH blocks of history by itself. Refused, with nothing changed, while the LAT's
+    deposits job or its AVS's rewards indexing runs, and when the newest stored block at or
+    below `keep_through` is not on the node's chain (the fork is below it: rewind further).
+    Below the LAT's deployment block, everything is re-indexed from it."""
+    gateway = gateway or gateway_for(lat.chain_id)
+    with (
+        advisory_lock(DEPOSITS.job, lat.id) as deposits_free,
+        advisory_lock(REWARDS_LOCK, lat.avs_id) as rewards_free,
+    ):
+        if not (deposits_free and rewards_free):
+            raise RewindRefused(
+                f"{lat}: its deposits job or its AVS's rewards indexing is running; try again "
+                "when it has finished"
+            )
+        checkpoint = _checkpoint_at(lat, keep_through, gateway)
+        with transaction.atomic():
+            deposits = events = submissions = 0
+            fork = max(keep_through, lat.deployment_block - 1)
+            if DepositCheckpoint.objects.filter(lat=lat, block_number__gt=fork).exists():
+                deposits, events = deposit_rewind(lat, Rewind(fork, checkpoint))
+            if RewardsCheckpoint.objects.filter(avs_id=lat.avs_id, block_number__gt=fork).exists():
+                submissions = rewards_rewind(lat, Rewind(fork, checkpoint))
+        documents_changed()
+    return RewindSummary(str(lat), fork, deposits, events, submissions)
+
+
+def _checkpoint_at(lat: Lat, keep_through: int, gateway: Gateway) -> Checkpoint | None:
+    """The checkpoint of block `keep_through` as the node has it (None below the deployment
+    block), once the newest stored blocks at or below it are found on the node's chain."""
+    if keep_through < lat.deployment_block:
+        return None
+    stored = {
+        number: block_hash
+        for rows in (
+            Event.objects.filter(lat=lat, block_number__lte=keep_through),
+            RewardSubmission.objects.filter(avs_id=lat.avs_id, block_number__lte=keep_through),
+        )
+        for number, block_hash in rows.order_by("-block_number").values_list(
+            "block_number", "block_hash"
+        )[:1]
+    }
+    blocks = gateway.blocks({keep_through, *stored}, missing_ok=True)
+    if keep_through not in blocks:
+        raise RewindRefused(f"the node has no block {keep_through} of chain {lat.chain_id}")
+    for number, block_hash in stored.items():
+        if block_hash and blocks[number].hash != block_hash:
+            raise RewindRefused(
+                f"{lat}: block {number}, stored at or below block {keep_through}, is not on the "
+                "node's chain: the fork is further down, rewind to an earlier block"
+            )
+    return Checkpoint(keep_through, blocks[keep_through].hash)

@@ -163,7 +163,7 @@ def _checkpoint(lat: Lat) -> Checkpoint | None:
 
 
 @transaction.atomic
-def _rewind(lat: Lat, rewind: Rewind) -> int:
+def rewards_rewind(lat: Lat, rewind: Rewind) -> int:
     """Remove the submissions a reorg orphaned and move the checkpoint back to the fork."""
     removed, _ = RewardSubmission.objects.filter(
         avs_id=lat.avs_id, block_number__gt=rewind.fork
@@ -227,7 +227,7 @@ def _rewards_index(*, lat: Lat, gateway: Gateway, write: bool) -> RewardsSummary
     )
     summary = RewardsSummary(
         new=0,
-        removed=_rewind(lat, start.rewind) if start.rewind and write else 0,
+        removed=rewards_rewind(lat, start.rewind) if start.rewind and write else 0,
         block=start.head.number,
         at=start.head.time,
     )

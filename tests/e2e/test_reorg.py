@@ -209,3 +209,57 @@ def test_an_avs_rewards_are_indexed_by_one_job_at_a_time(synced):
         (s.tx_hash, s.log_index, s.block_number, s.block_hash, int(s.amount))
         for s in RewardSubmission.objects.all()
     } == chain_submissions(chain)
+
+
+def test_after_a_reorg_too_deep_a_rewind_by_hand_indexes_the_canonical_chain(shallow, api):
+    """ReorgTooDeep stops indexing; `lat_rewind` to a block at or below the fork (refused above
+    it, a dry run without --yes) lets the next sync index the canonical chain: deposits, reward
+    submissions, checkpoints and holders' balances as the chain has them."""
+    from io import StringIO
+
+    from django.core.management.base import CommandError
+
+    from deposits.models import Holder
+    from tests.chainreads import chain_balances
+
+    chain = shallow
+    eth = chain.lat("latETH")
+    fork = chain.rpc("evm_snapshot")
+    base = chain.w3.eth.block_number
+    make_deposits(chain.url, eth, 12, [eth["tokens"][0]["address"]], [2 * WAD])  # 3 blocks
+    submit_rewards(chain, eth, WAD)  # 3 blocks
+    chain.rpc("anvil_mine", hex(DEPTH + 1 - 6))
+    call_command("lat_sync", "--no-progress")
+    assert chain.rpc("evm_revert", fork)
+    make_deposits(chain.url, eth, 13, [eth["tokens"][0]["address"]], [5 * WAD])
+    chain.rpc("anvil_mine", hex(DEPTH + 1))
+    with pytest.raises(CommandError, match="3 LAT"):
+        call_command("lat_sync", "--no-progress")
+    stopped = SyncStatus.objects.filter(job="deposits", last_error__startswith="ReorgTooDeep")
+    assert stopped.count() == 3
+    before = history()
+    lat = eth["proxyAddress"]
+
+    # Above the fork: the newest block stored at or below it is the orphaned branch's.
+    with pytest.raises(CommandError, match="the fork is further down"):
+        call_command("lat_rewind", "--lat", lat, "--to-block", str(base + DEPTH), "--yes")
+    out = StringIO()
+    call_command("lat_rewind", "--lat", lat, "--to-block", str(base), stdout=out)
+    assert "would remove 1 deposits, 2 events and 1 reward submissions" in out.getvalue()
+    assert history() == before
+
+    out = StringIO()
+    lats = [m["proxyAddress"] for m in chain.manifests]
+    call_command(
+        "lat_rewind", *(f"--lat={a}" for a in lats), "--to-block", str(base), "--yes", stdout=out
+    )
+    assert f"removed 1 deposits, 2 events and 1 reward submissions above block {base}" in (
+        out.getvalue()
+    )
+    call_command("lat_sync", "--no-progress")
+    assert_equals_the_chain(chain, api)
+    assert not SyncStatus.objects.exclude(last_error="").exists()
+    head = chain.w3.eth.block_number
+    balances = chain_balances(chain, eth, head)
+    stored = dict(Holder.objects.filter(lat__proxy_address=lat).values_list("address", "balance"))
+    assert {a: int(b) for a, b in stored.items()} == {a.lower(): b for a, b in balances.items()}

@@ -53,23 +53,23 @@ def event_rows(
 ) -> EventRows:
     """The logs' EventRows; `timestamps` as activity_record takes them."""
     times, line = log_times(logs, timestamps), _event_line()
-    lines = {
-        log.key: line(
-            (
-                lat_id,
-                log.block_number,
-                log.log_index,
-                log.tx_hash,
-                log.block_hash,
-                times[log.block_number],
-                log.type,
-                log.args,
-            )
-        )
-        for log in logs
-    }
+    lines = {log.key: line(_event_row(lat_id, log, times)) for log in logs}
     deltas, first_blocks = _deltas((log.type, log.args, log.block_number) for log in logs)
     return EventRows(lines, deltas, first_blocks)
+
+
+def _event_row(lat_id: int, log: ActivityLog, times: dict[int, datetime]) -> tuple:
+    """A log as an Event row of _EVENT_COLUMNS."""
+    return (
+        lat_id,
+        log.block_number,
+        log.log_index,
+        log.tx_hash,
+        log.block_hash,
+        times[log.block_number],
+        log.type,
+        log.args,
+    )
 
 
 def join_event_rows(parts: Sequence[EventRows]) -> EventRows:
@@ -115,19 +115,7 @@ def activity_record(
     bulk_insert(
         Event,
         _EVENT_COLUMNS,
-        (
-            (
-                lat.id,
-                log.block_number,
-                log.log_index,
-                log.tx_hash,
-                log.block_hash,
-                times[log.block_number],
-                log.type,
-                log.args,
-            )
-            for log in new
-        ),
+        (_event_row(lat.id, log, times) for log in new),
         lines=rows.lines.values(),
     )
     if rows.deltas:

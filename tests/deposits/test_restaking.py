@@ -685,28 +685,14 @@ def test_the_target_is_read_in_the_rate_limits_round_trip(api, dataset, settings
     """Once the LAT's deposit target is cached, a request costs one round trip to Redis (the
     rate limit's counters and the target in one pipeline) and no query; after a write, that
     same trip finds the target stale, and the database is read once."""
-    import redis
-
     from latsite.api import documents
+    from tests.redistrips import redis_trips
 
     settings.RPC_URL = closed_port_url()
     status = 200 if endpoint == "deposit" else 500
     path = f"/lat/{LAT}/{endpoint}"
     assert post(api, path, body(sender=WALLET)).status_code == status  # the target cached
-    trips: list[str] = []
-    pipeline_execute, execute_command = redis.client.Pipeline.execute, redis.Redis.execute_command
-
-    def pipeline(self, *args, **kwargs):
-        trips.append("pipeline")
-        return pipeline_execute(self, *args, **kwargs)
-
-    def command(self, *args, **kwargs):
-        trips.append(str(args[0]))
-        return execute_command(self, *args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(redis.client.Pipeline, "execute", pipeline)
-        patch.setattr(redis.Redis, "execute_command", command)
+    with redis_trips() as trips:
         with CaptureQueriesContext(connection) as captured:
             assert post(api, path, body(sender=WALLET)).status_code == status
         assert trips == ["pipeline"]

@@ -126,18 +126,25 @@ def history() -> dict[str, list[Any]]:
     }
 
 
+def orphan_branch(chain, eth: dict[str, Any], blocks: int) -> tuple[str, int]:
+    """A branch of `blocks` blocks (at least 6) above a snapshot, holding a deposit of latETH
+    and a reward submission of its AVS: (the snapshot, the block below the branch)."""
+    fork = chain.rpc("evm_snapshot")
+    base = chain.w3.eth.block_number
+    make_deposits(chain.url, eth, 12, [eth["tokens"][0]["address"]], [2 * WAD])  # 3 blocks
+    submit_rewards(chain, eth, WAD)  # 3 blocks
+    chain.rpc("anvil_mine", hex(blocks - 6))
+    assert chain.w3.eth.block_number == base + blocks
+    return fork, base
+
+
 @pytest.mark.parametrize("orphaned", [DEPTH, DEPTH + 1], ids=["at-the-limit", "one-deeper"])
 def test_reorg_depth_limit(shallow, api, orphaned):
     """The indexed branch holds a deposit and a reward submission in `orphaned` blocks above
     the fork; the other branch replaces them all."""
     chain = shallow
     eth = chain.lat("latETH")
-    fork = chain.rpc("evm_snapshot")
-    base = chain.w3.eth.block_number
-    make_deposits(chain.url, eth, 12, [eth["tokens"][0]["address"]], [2 * WAD])  # 3 blocks
-    submit_rewards(chain, eth, WAD)  # 3 blocks
-    chain.rpc("anvil_mine", hex(orphaned - 6))
-    assert chain.w3.eth.block_number == base + orphaned
+    fork, base = orphan_branch(chain, eth, orphaned)
     call_command("lat_sync", "--no-progress")
     before = history()
     assert chain.rpc("evm_revert", fork)
@@ -224,11 +231,7 @@ def test_after_a_reorg_too_deep_a_rewind_by_hand_indexes_the_canonical_chain(sha
 
     chain = shallow
     eth = chain.lat("latETH")
-    fork = chain.rpc("evm_snapshot")
-    base = chain.w3.eth.block_number
-    make_deposits(chain.url, eth, 12, [eth["tokens"][0]["address"]], [2 * WAD])  # 3 blocks
-    submit_rewards(chain, eth, WAD)  # 3 blocks
-    chain.rpc("anvil_mine", hex(DEPTH + 1 - 6))
+    fork, base = orphan_branch(chain, eth, DEPTH + 1)
     call_command("lat_sync", "--no-progress")
     assert chain.rpc("evm_revert", fork)
     make_deposits(chain.url, eth, 13, [eth["tokens"][0]["address"]], [5 * WAD])

@@ -21,6 +21,7 @@ from latsite.api import documents
 from latsite.api.conditional import CACHE_CONTROL
 from tests import factories as f
 from tests.redisserver import cache_settings
+from tests.redistrips import redis_trips
 
 pytestmark = pytest.mark.django_db
 
@@ -357,28 +358,14 @@ def test_a_304_costs_no_database_query(api, dataset, path, django_assert_num_que
 
 
 @pytest.mark.parametrize("path", [f"/lat/{LAT}?withTvl=true", "/metrics/deposits", "/lat"])
-def test_a_304_costs_one_round_trip_to_redis(api, dataset, path, monkeypatch):
+def test_a_304_costs_one_round_trip_to_redis(api, dataset, path):
     """The rate limit's counters and the data's generation (for the tag) in one pipeline."""
-    import redis
-
     etag = etag_of(api, path)
-    trips: list[str] = []
-    pipeline_execute, execute_command = redis.client.Pipeline.execute, redis.Redis.execute_command
-
-    def pipeline(self, *args, **kwargs):
-        trips.append("pipeline")
-        return pipeline_execute(self, *args, **kwargs)
-
-    def command(self, *args, **kwargs):
-        trips.append(str(args[0]))
-        return execute_command(self, *args, **kwargs)
-
-    monkeypatch.setattr(redis.client.Pipeline, "execute", pipeline)
-    monkeypatch.setattr(redis.Redis, "execute_command", command)
-    assert api.get(path, HTTP_IF_NONE_MATCH=etag).status_code == 304
-    assert trips == ["pipeline"]
-    documents.documents_changed()  # a new generation: the same single trip finds it
-    trips.clear()
-    assert api.get(path, HTTP_IF_NONE_MATCH=etag).status_code == 200
-    assert trips[0] == "pipeline"
-    assert "GET" not in trips
+    with redis_trips() as trips:
+        assert api.get(path, HTTP_IF_NONE_MATCH=etag).status_code == 304
+        assert trips == ["pipeline"]
+        documents.documents_changed()  # a new generation: the same single trip finds it
+        trips.clear()
+        assert api.get(path, HTTP_IF_NONE_MATCH=etag).status_code == 200
+        assert trips[0] == "pipeline"
+        assert "GET" not in trips

@@ -328,8 +328,9 @@ def _store_range(lat: Lat, ready: _Ready) -> tuple[int, list[ActivityLog]]:
     return new, new_logs
 
 
-# A backfill reads up to GATHER_RANGES ranges ahead of the one being stored, and stores those
-# already read in one transaction while they hold at most GATHER_LOGS logs.
+# A backfill reads up to GATHER_RANGES ranges ahead of the one being stored while they hold
+# fewer than GATHER_LOGS logs, and stores those already read in one transaction while they hold
+# at most GATHER_LOGS logs.
 GATHER_RANGES = 8
 GATHER_LOGS = 50_000
 
@@ -381,6 +382,7 @@ def deposit_index(
             depth=GATHER_RANGES,
             weight=lambda ready: len(ready.read.logs),
             limit=GATHER_LOGS,
+            ahead=GATHER_LOGS,
         )
         for readies in gathered:
             ready = _join(readies)

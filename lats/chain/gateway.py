@@ -683,29 +683,46 @@ def read_ahead_gathered(
     depth: int = 1,
     weight: Callable[[T], int] = lambda _: 1,
     limit: int = 1,
+    ahead: int | None = None,
 ) -> Generator[list[T], None, None]:
     """`read_ahead`, the items handed over in lists: the next item (waited for), then those
     the producer has already made after it (never waited for), while their total `weight`
     stays within `limit`. A consumer slower than the producer so takes several items at once
     (a backfill stores several ranges in one transaction); one as fast takes them one by one,
-    as soon as each is made."""
+    as soon as each is made. With `ahead`, the producer also waits while the items it made
+    and the consumer has not taken weigh that much (the memory a backfill holds)."""
     answers: queue.Queue[tuple[bool, Any]] = queue.Queue()
     wanted = threading.Semaphore(depth)  # one permit per item the consumer will take
     stopped = threading.Event()
+    made = threading.Condition()
+    waiting = 0  # the weight of the items made and not yet taken
 
     def produce() -> None:
+        nonlocal waiting
         try:
             while True:
                 while not wanted.acquire(timeout=0.1):
                     if stopped.is_set():
                         return
+                with made:
+                    while ahead is not None and waiting >= ahead and not stopped.is_set():
+                        made.wait(0.1)
                 if stopped.is_set():
                     return
-                answers.put((False, next(items)))
+                item = next(items)
+                with made:
+                    waiting += weight(item)
+                answers.put((False, item))
         except StopIteration:
             answers.put((True, None))
         except BaseException as exc:
             answers.put((True, exc))  # raised by the consumer
+
+    def taken(items_taken: list[T]) -> None:
+        nonlocal waiting
+        with made:
+            waiting -= sum(map(weight, items_taken))
+            made.notify()
 
     threading.Thread(target=produce, name="read-ahead", daemon=True).start()
     held: tuple[bool, Any] | None = None  # an answer taken from the queue for the next list
@@ -731,6 +748,7 @@ def read_ahead_gathered(
                 wanted.release()
                 batch.append(value)
                 total += weight(value)
+            taken(batch)
             yield batch
     finally:
         stopped.set()

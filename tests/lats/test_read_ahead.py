@@ -67,26 +67,41 @@ def test_early_stop_stops_the_producer():
     assert len(source.produced) == produced <= 2
 
 
-def gathered_after(source: Source, made: int, **gather) -> list[list[int]]:
-    """The lists read_ahead_gathered hands over when the producer has made `made` items
-    before the consumer takes any."""
+class GatedSource(Source):
+    """Source whose items after the first wait until `gate` is set: the first list a consumer
+    takes is [0], and the test decides when the rest may be made."""
+
+    def __init__(self, n: int, fail_at: int | None = None):
+        super().__init__(n, fail_at)
+        self.gate = threading.Event()
+
+    def __iter__(self):
+        for i in super().__iter__():
+            if i > 0:
+                assert self.gate.wait(10)
+            yield i
+
+
+def after_the_first(source: GatedSource, made: int, **gather) -> list[list[int]]:
+    """The lists read_ahead_gathered hands over: [0], then, once the producer has made `made`
+    items, the rest."""
     batches = read_ahead_gathered(iter(source), **gather)
-    taken = []
     try:
+        taken = [next(batches)]
+        source.gate.set()
         settle(source, made)
-        for batch in batches:
-            taken.append(batch)
+        taken += list(batches)
     finally:
         batches.close()
     return taken
 
 
 def test_gathered_hands_over_what_is_ready_within_the_limit():
-    source = Source(10)
-    # Items weigh their value + 1 and the limit is 6: 0, 1 and 2 together (6), then each
-    # alone (4 + 5 already passes 6).
-    batches = gathered_after(source, 10, depth=10, weight=lambda i: i + 1, limit=6)
-    assert batches == [[0, 1, 2], *([i] for i in range(3, 10))]
+    source = GatedSource(12)
+    # Items weigh their value; the limit is 10: 1 to 4 together (10), then 5 and 6 alone
+    # (5 + 6 passes 10), ... each list's first item is taken whatever it weighs.
+    batches = after_the_first(source, 12, depth=12, weight=lambda i: i, limit=10)
+    assert batches == [[0], [1, 2, 3, 4], *([i] for i in range(5, 12))]
 
 
 def test_gathered_never_waits_for_an_item_not_yet_made():
@@ -97,9 +112,29 @@ def test_gathered_never_waits_for_an_item_not_yet_made():
 
 
 def test_gathered_error_after_the_items_before_it():
-    source = Source(10, fail_at=4)
+    source = GatedSource(10, fail_at=4)
     batches = read_ahead_gathered(iter(source), depth=10, limit=100)
+    assert next(batches) == [0]
+    source.gate.set()
     settle(source, 4)
-    assert next(batches) == [0, 1, 2, 3]
+    assert next(batches) == [1, 2, 3]
     with pytest.raises(ChainUnavailable):
         next(batches)
+
+
+def test_gathered_reads_ahead_at_most_the_weight_given():
+    """With `ahead`, the producer stops while what it made and the consumer has not taken
+    weighs that much, however many items `depth` allows."""
+    source = GatedSource(10)
+    batches = read_ahead_gathered(iter(source), depth=10, weight=lambda i: 2, limit=100, ahead=5)
+    try:
+        assert next(batches) == [0]
+        source.gate.set()
+        settle(source, 4)
+        assert len(source.produced) == 4  # 1, 2 and 3 weigh 6, past 5: no fifth
+        assert next(batches) == [1, 2, 3]
+        settle(source, 7)
+        assert len(source.produced) == 7
+        assert [i for batch in batches for i in batch] == list(range(4, 10))
+    finally:
+        batches.close()

@@ -20,7 +20,8 @@ is taken as settled. A run goes:
    final block and of the run's head. A log whose blockHash is not its block's hash, or a head
    whose hash changed since the run began, means the node changed branch during the read: the
    range is read again, READ_ATTEMPTS times, then `ChainUnavailable` (Celery retries the job).
-   The caller stores each range's rows with `Range.checkpoint` in one transaction.
+   The caller stores each range's rows with `Range.checkpoint` in one transaction, or several
+   consecutive ranges' as one (`join_ranges`: the last one's checkpoint).
 """
 
 from __future__ import annotations

@@ -183,8 +183,8 @@ def rewind_lat(*, lat: Lat, keep_through: int, gateway: Gateway | None = None) -
     ):
         if not (deposits_free and rewards_free):
             raise RewindRefused(
-                f"{lat}: its deposits job or its AVS's rewards indexing is running; try again "
-                "when it has finished"
+                "its deposits job or its AVS's rewards indexing is running; try again when it "
+                "has finished"
             )
         checkpoint = _checkpoint_at(lat, keep_through, gateway)
         with transaction.atomic():
@@ -219,7 +219,7 @@ def _checkpoint_at(lat: Lat, keep_through: int, gateway: Gateway) -> Checkpoint 
     for number, block_hash in stored.items():
         if block_hash and blocks[number].hash != block_hash:
             raise RewindRefused(
-                f"{lat}: block {number}, stored at or below block {keep_through}, is not on the "
-                "node's chain: the fork is further down, rewind to an earlier block"
+                f"block {number}, stored at or below block {keep_through}, is not on the node's "
+                "chain: the fork is further down, rewind to an earlier block"
             )
     return Checkpoint(keep_through, blocks[keep_through].hash)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from deposits.models import Deposit, Event
+from lats.chain.errors import ChainError
 from lats.models import Lat
 from latsite.addresses import checksum, is_address
 from latsite.refresh import RewindRefused, rewind_lat
@@ -55,8 +56,8 @@ class Command(BaseCommand):
                 continue
             try:
                 done = rewind_lat(lat=lat, keep_through=block)
-            except RewindRefused as exc:
-                raise CommandError(str(exc)) from exc
+            except (RewindRefused, ChainError) as exc:  # nothing was changed
+                raise CommandError(f"{lat}: {exc}") from exc
             self.stdout.write(
                 f"{done.lat}: removed {done.deposits} deposits, {done.events} events and "
                 f"{done.submissions} reward submissions above block {done.kept_through}; the "

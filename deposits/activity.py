@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -111,13 +111,13 @@ def activity_record(
     new = [log for log in logs if log.key not in stored]
     if rows is None or stored:
         rows = event_rows(lat_id=lat.id, logs=new, timestamps=timestamps)
-    times = log_times(new, timestamps)
-    bulk_insert(
-        Event,
-        _EVENT_COLUMNS,
-        (_event_row(lat.id, log, times) for log in new),
-        lines=rows.lines.values(),
-    )
+
+    def values() -> Iterator[tuple]:  # run only without COPY: PostgreSQL takes the lines
+        times = log_times(new, timestamps)
+        for log in new:
+            yield _event_row(lat.id, log, times)
+
+    bulk_insert(Event, _EVENT_COLUMNS, values(), lines=rows.lines.values())
     if rows.deltas:
         _move_balances(lat, rows.deltas, rows.first_blocks)
     return new

@@ -280,10 +280,14 @@ class _Ready:
     deposits: list[DepositEvent]
 
 
-def _ready(lat_id: int, read: Range) -> _Ready:
+def _timestamps(read: Range) -> dict[int, int]:
     # Timestamps come with the logs where the node includes them (anvil, geth >= 1.14, reth);
     # otherwise from the blocks read with them.
-    timestamps = {number: block.timestamp for number, block in read.blocks.items()}
+    return {number: block.timestamp for number, block in read.blocks.items()}
+
+
+def _ready(lat_id: int, read: Range) -> _Ready:
+    timestamps = _timestamps(read)
     deposits = [log for log in read.logs if log.type == Event.Type.DEPOSIT]
     times = log_times(deposits, timestamps)
     return _Ready(
@@ -315,8 +319,9 @@ def _store_range(lat: Lat, ready: _Ready) -> tuple[int, list[ActivityLog]]:
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit = off")
     read = ready.read
-    timestamps = {number: block.timestamp for number, block in read.blocks.items()}
-    new_logs = activity_record(lat=lat, logs=read.logs, timestamps=timestamps, rows=ready.events)
+    new_logs = activity_record(
+        lat=lat, logs=read.logs, timestamps=_timestamps(read), rows=ready.events
+    )
     new = deposit_record_events(lat=lat, events=ready.deposits)
     DepositCheckpoint.objects.update_or_create(
         lat=lat,

@@ -18,7 +18,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NoReturn
@@ -30,7 +30,7 @@ from lats.chain.errors import ChainUnavailable
 from lats.chain.gateway import Gateway, gateway_for
 from lats.models import Lat
 from latsite.addresses import ZERO_ADDRESS, address_error, checksum, is_address
-from latsite.api.documents import cached_document, document_keys
+from latsite.api.documents import CacheRead, cached_document, document_keys
 from latsite.api.params import parse_address
 from latsite.db import fetch_prepared
 from latsite.errors import Busy, InvalidInput, MalformedRequest, NotFound, Unavailable
@@ -132,9 +132,7 @@ def _target_sql(vendor: str) -> str:
     return sql
 
 
-def deposit_target_get(
-    *, address: str, read: Callable[[str], tuple[bool, Any]] | None = None
-) -> DepositTarget:
+def deposit_target_get(*, address: str, read: CacheRead | None = None) -> DepositTarget:
     """The deposit target, from the read-document cache while the data behind it is unchanged
     (`read`: the cache keys read ahead, as cached_document takes them)."""
     return cached_document(
@@ -277,7 +275,7 @@ def deposit_request_parse(
     address: str,
     body: Mapping[str, Any],
     with_sender: bool,
-    read: Callable[[str], tuple[bool, Any]] | None = None,
+    read: CacheRead | None = None,
 ) -> DepositRequest:
     """Validate a deposit (or simulate-deposit) request, in this order: the path address (422),
     the LAT (404), then every body field at once (one 422 listing each problem with its field

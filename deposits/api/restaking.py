@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -23,6 +22,7 @@ from rest_framework.views import APIView
 
 from deposits import restaking
 from deposits.api import restaking_serializers as s
+from latsite.api.documents import CacheRead
 from latsite.api.fields import ErrorSerializer
 from latsite.api.params import address_path_parameter
 from latsite.api.schema import OPTIONAL_API_KEY, error_responses
@@ -125,7 +125,7 @@ class _TargetReadAhead:
         return restaking.deposit_target_keys(self.kwargs.get("address", ""))  # type: ignore[attr-defined]
 
     @staticmethod
-    def read_ahead(request) -> Callable[[str], tuple[bool, Any]]:
+    def read_ahead(request) -> CacheRead:
         return functools.partial(prefetched, request)
 
 

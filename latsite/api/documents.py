@@ -149,6 +149,11 @@ def documents_changed(**_signal_kwargs: Any) -> None:
     transaction.on_commit(_bump)
 
 
+# What a view read of the cache ahead for this request: (True, the value or None) for a key it
+# read (latsite.api.throttling.prefetched), else (False, None).
+CacheRead = Callable[[str], tuple[bool, Any]]
+
+
 def document_keys(name: str) -> list[str]:
     """The cache keys `cached_document(name, ...)` reads (none while documents are not
     cached), for a view to read ahead in the rate limit's round trip (prefetch_cache_keys)."""
@@ -159,11 +164,10 @@ def cached_document(
     name: str,
     build: Callable[[], Any],
     *,
-    read: Callable[[str], tuple[bool, Any]] | None = None,
+    read: CacheRead | None = None,
 ) -> Any:
     """The document `name`, built by `build` when the cache holds none of the current
-    generation. `read(key)` gives (True, the value or None) for a key already read from Redis
-    for this request (latsite.api.throttling.prefetched), else (False, None)."""
+    generation, or found in what `read` gives when its keys were read ahead."""
     seconds = settings.DOCUMENT_CACHE_SECONDS
     if not seconds:
         return build()
@@ -199,9 +203,7 @@ def cached_document(
     return document
 
 
-def _read_ahead(
-    read: Callable[[str], tuple[bool, Any]] | None, keys: tuple[str, ...]
-) -> dict[str, Any] | None:
+def _read_ahead(read: CacheRead | None, keys: tuple[str, ...]) -> dict[str, Any] | None:
     """The keys' values as cache.get_many gives them, when every key was read ahead."""
     if read is None:
         return None

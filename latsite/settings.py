@@ -7,15 +7,14 @@ Celery off) let `make demo` run with nothing configured.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from datetime import timedelta
 from pathlib import Path
 
 import environ
-from django.core.exceptions import ImproperlyConfigured
 
 from latsite.logs import init_sentry, logging_config
+from latsite.networks import allowed_networks
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -276,11 +275,7 @@ SPECTACULAR_SETTINGS = {
 # addresses or networks (comma-separated IPs/CIDRs), as the peer address (REMOTE_ADDR) shows them,
 # or as X-Forwarded-For does behind NUM_PROXIES trusted proxies; everyone else gets a 403.
 METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=["127.0.0.1", "::1"])
-for _entry in METRICS_ALLOWED_IPS:  # refused at start, not at the first scrape
-    try:
-        ipaddress.ip_network(_entry.strip(), strict=False)
-    except ValueError as _exc:
-        raise ImproperlyConfigured(f"METRICS_ALLOWED_IPS: {_exc}") from _exc
+allowed_networks(METRICS_ALLOWED_IPS)  # refused at start, not at the first scrape
 # Largest body POST /lat/{address}/deposit and /simulate-deposit accept, bytes (else a 400).
 DEPOSIT_BODY_MAX_BYTES = env.int("DEPOSIT_BODY_MAX_BYTES", default=16384)
 # Most entries (assets/amounts) one deposit request may carry (else a 422).

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Callable, Sequence
-from functools import lru_cache, wraps
+from functools import wraps
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views import csrf
@@ -30,6 +29,7 @@ from latsite import health, release, telemetry
 from latsite.api.errors import ERROR_CODES, handler404, json_error, method_not_allowed
 from latsite.api.schema import error_responses
 from latsite.middleware import is_admin_path
+from latsite.networks import allowed_networks
 
 READ_METHODS = ["GET", "HEAD"]
 
@@ -63,16 +63,6 @@ def docs_index(request: HttpRequest) -> HttpResponse:
     return render(request, "docs/index.html")
 
 
-@lru_cache(maxsize=8)
-def _networks(
-    entries: tuple[str, ...],
-) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
-    try:
-        return tuple(ipaddress.ip_network(e.strip(), strict=False) for e in entries if e.strip())
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"METRICS_ALLOWED_IPS: {exc}") from exc
-
-
 def metrics_allowed(address: str | None, entries: Sequence[str]) -> bool:
     """Whether a client at `address` may read the metrics: it lies in one of `entries` (IPs or
     CIDRs). An IPv4 address mapped into IPv6 (a server bound to ::) counts as the IPv4 one."""
@@ -82,7 +72,7 @@ def metrics_allowed(address: str | None, entries: Sequence[str]) -> bool:
         return False
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
-    return any(ip in network for network in _networks(tuple(entries)))
+    return any(ip in network for network in allowed_networks(entries))
 
 
 @read_only

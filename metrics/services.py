@@ -231,11 +231,10 @@ def _rewards_index(*, lat: Lat, gateway: Gateway, write: bool) -> RewardsSummary
         block=start.head.number,
         at=start.head.time,
     )
-    if not coordinator or not write:
-        if not write:
-            logger.info(
-                "Reward submissions of AVS %s: another LAT's job is indexing them", lat.avs_id
-            )
+    if not write:
+        logger.info("Reward submissions of AVS %s: another LAT's job is indexing them", lat.avs_id)
+        return summary
+    if not coordinator:
         return summary
     avs_topic = "0x" + "0" * 24 + lat.avs.address[2:].lower()
 

@@ -1,6 +1,6 @@
 """Reads of a LAT's activity: its holders, its event feed, a wallet's positions and the LAT's
 status. Each is a few index lookups; the documents are built here in the shapes that the
-serializers of deposits/api/activity_serializers.py describe to the schema."""
+serializers of activity/api/serializers.py describe to the schema."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any
 
 from django.db import connection
 
+from core.addresses import checksum
+from core.errors import NotFound
 from deposits.models import (
     HOLDER_BUCKET_BITS,
     DepositCheckpoint,
@@ -24,8 +26,6 @@ from deposits.selectors import iso_instant
 from lats.models import ChainHead, Lat, SyncStatus
 from lats.selectors import lat_row
 from lats.values import lat_balance_eth
-from latsite.addresses import checksum
-from latsite.errors import NotFound
 
 # The feed's types, in the order of extensions.md's table (mints and burns are not in it).
 FEED_TYPES: tuple[str, ...] = tuple(

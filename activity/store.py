@@ -1,7 +1,7 @@
 """Writes of the activity feed and the holders' balances, from the logs the indexer reads.
 
 Both are stored with the deposits of the same block range and its checkpoint, in one
-transaction (deposits/services.py). Balances move by the `Transfer` events' values, so that a
+transaction (activity/indexer.py). Balances move by the `Transfer` events' values, so that a
 reorg rolls them back exactly by the values of the events it removes.
 """
 
@@ -17,11 +17,11 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import F
 
+from chain.activity import ActivityLog
+from chain.results import block_time
+from core.db import bulk_insert, copy_escape
 from deposits.models import Event, Holder, HolderBucket, HolderTally, holder_bucket
-from lats.chain.activity import ActivityLog
-from lats.chain.results import block_time
 from lats.models import Lat
-from latsite.db import bulk_insert, copy_escape
 
 # Addresses asked for at once when reading the balances a range moves.
 _CHUNK = 5000

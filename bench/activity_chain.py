@@ -129,7 +129,7 @@ def logs_ceiling(
     database."""
     import requests
 
-    from lats.chain.activity import activity_topics
+    from chain.activity import activity_topics
 
     session, logs, began = requests.Session(), 0, time.perf_counter()
     topics = [activity_topics()]
@@ -174,10 +174,10 @@ def probe(rpc: str, manifest_path: str) -> dict:
     import django
 
     django.setup()
+    from activity.indexer import deposit_index
+    from chain.activity import activity_decoder
+    from chain.gateway import gateway_for_url
     from deposits.models import Deposit, DepositCheckpoint, Event, Holder, HolderTally
-    from deposits.services import deposit_index
-    from lats.chain.activity import activity_decoder
-    from lats.chain.gateway import gateway_for_url
     from lats.manifests import lat_import_manifests, manifest_parse
 
     manifest = manifest_parse(json.loads(Path(manifest_path).read_text()), source=manifest_path)

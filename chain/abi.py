@@ -19,9 +19,9 @@ from eth_utils import (
     to_checksum_address,
 )
 
-from lats.chain.errors import ChainCallReverted, ChainUnavailable
+from chain.errors import ChainCallReverted, ChainUnavailable
 
-ABI_DIR = Path(__file__).resolve().parent / "abi"
+ABI_DIR = Path(__file__).resolve().parent / "abis"
 
 
 def _type_of(param: dict[str, Any]) -> str:

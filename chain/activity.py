@@ -13,8 +13,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from lats.chain.abi import Event, event
-from latsite.addresses import checksum
+from chain.abi import Event, event
+from core.addresses import checksum
 
 ZERO_TOPIC_ADDRESS = "0x" + "0" * 40
 

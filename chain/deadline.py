@@ -6,7 +6,7 @@ a second thread to give up waiting. Here every socket operation gets only what i
 deadline, and none once it has passed, so the call itself ends by the deadline, in the caller's
 thread. The batch is encoded and its answer parsed here (`json`), not through web3's middleware
 and formatters; each answer is then judged as the transport judges it (`transport.check`), and
-counted and timed the same way (latsite/telemetry.py). Written on http.client, as
+counted and timed the same way (core/telemetry.py). Written on http.client, as
 lats/metadata.py is: no library in the stack bounds a whole HTTP exchange (urllib3's
 `Timeout.total` bounds the connect and each read, not the answer).
 
@@ -41,10 +41,10 @@ from typing import Any
 
 import requests
 
-from lats.chain.errors import ChainUnavailable
-from lats.chain.transport import checked_batch
-from latsite.deadline_io import DeadlineSocket, seconds_left
-from latsite.telemetry import UNKNOWN_CHAIN
+from chain.errors import ChainUnavailable
+from chain.transport import checked_batch
+from core.deadline_io import DeadlineSocket, seconds_left
+from core.telemetry import UNKNOWN_CHAIN
 
 MAX_IDLE = 8  # idle connections kept per node
 CONNECT_THREADS = 4  # threads per process that open connections

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lats.chain.abi import function
+from chain.abi import function
 
 WORD = 32
 

@@ -15,16 +15,16 @@ import functools
 import queue
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from eth_utils import to_checksum_address
 
-from lats.chain import depositcall
-from lats.chain.abi import Function, decode_revert, event, function
-from lats.chain.activity import ActivityLog, activity_decoder, activity_topics
-from lats.chain.deadline import DeadlineClient
-from lats.chain.errors import ChainCallReverted, ChainError, ChainUnavailable
-from lats.chain.results import (
+from chain import depositcall
+from chain.abi import Function, decode_revert, event, function
+from chain.activity import ActivityLog, activity_decoder, activity_topics
+from chain.deadline import DeadlineClient
+from chain.errors import ChainCallReverted, ChainError, ChainUnavailable
+from chain.results import (
     Block,
     GasQuote,
     LatState,
@@ -34,9 +34,9 @@ from lats.chain.results import (
     Simulation,
     TokenState,
 )
-from lats.chain.transport import DEFAULT_BATCH_SIZE, Transport, hex_bytes, http_web3, rpc_url_for
-from lats.values import is_beacon_chain_eth
-from latsite.telemetry import UNKNOWN_CHAIN
+from chain.transport import DEFAULT_BATCH_SIZE, Transport, hex_bytes, http_web3, rpc_url_for
+from core.addresses import is_beacon_chain_eth
+from core.telemetry import UNKNOWN_CHAIN
 
 if TYPE_CHECKING:
     from web3 import Web3
@@ -476,7 +476,7 @@ class Gateway:
     ) -> Simulation:
         """eth_call, eth_estimateGas and eth_gasPrice in one JSON-RPC batch, at the latest block,
         answered by `deadline` (a time.monotonic() value) or given up then, in the caller's
-        thread (lats/chain/deadline.py).
+        thread (chain/deadline.py).
 
         A revert of either call is a `Simulation` with `success=False` and the decoded reason;
         only a node that cannot be reached, answers garbage or is too slow raises
@@ -691,67 +691,84 @@ def read_ahead_gathered(
     (a backfill stores several ranges in one transaction); one as fast takes them one by one,
     as soon as each is made. With `ahead`, the producer also waits while the items it made
     and the consumer has not taken weigh that much (the memory a backfill holds)."""
-    answers: queue.Queue[tuple[bool, Any]] = queue.Queue()
-    wanted = threading.Semaphore(depth)  # one permit per item the consumer will take
-    stopped = threading.Event()
-    made = threading.Condition()
-    waiting = 0  # the weight of the items made and not yet taken
-
-    def produce() -> None:
-        nonlocal waiting
-        try:
-            while True:
-                while not wanted.acquire(timeout=0.1):
-                    if stopped.is_set():
-                        return
-                with made:
-                    while ahead is not None and waiting >= ahead and not stopped.is_set():
-                        made.wait(0.1)
-                if stopped.is_set():
-                    return
-                item = next(items)
-                with made:
-                    waiting += weight(item)
-                answers.put((False, item))
-        except StopIteration:
-            answers.put((True, None))
-        except BaseException as exc:
-            answers.put((True, exc))  # raised by the consumer
-
-    def taken(items_taken: list[T]) -> None:
-        nonlocal waiting
-        with made:
-            waiting -= sum(map(weight, items_taken))
-            made.notify()
-
-    threading.Thread(target=produce, name="read-ahead", daemon=True).start()
-    held: tuple[bool, Any] | None = None  # an answer taken from the queue for the next list
+    producer = _Producer(items, depth=depth, weight=weight, ahead=ahead)
+    threading.Thread(target=producer.run, name="read-ahead", daemon=True).start()
+    held: _Answer | None = None  # an answer taken from the queue for the next list
     try:
         while True:
-            done, value = held or answers.get()
-            held = None
+            done, value = held or producer.answers.get()
             if done:
                 if value is not None:
                     raise value
                 return
-            wanted.release()  # the next item is read while this one is handled
-            batch, total = [value], weight(value)
-            while True:
-                try:
-                    answer = answers.get_nowait()
-                except queue.Empty:
-                    break
-                done, value = answer
-                if done or total + weight(value) > limit:
-                    held = answer
-                    break
-                wanted.release()
-                batch.append(value)
-                total += weight(value)
-            taken(batch)
+            producer.wanted.release()  # the next item is read while this one is handled
+            batch, held = producer.gather(value, limit)
+            producer.taken(batch)
             yield batch
     finally:
-        stopped.set()
+        producer.stopped.set()
+
+
+_Answer = tuple[bool, Any]  # (done, the item) or (done, the exception raised or None)
+
+
+class _Producer(Generic[T]):
+    """read_ahead_gathered's worker: makes the items in its thread, one per permit of `wanted`
+    (the consumer's), and while the items made and not taken weigh less than `ahead`."""
+
+    def __init__(
+        self, items: Iterator[T], *, depth: int, weight: Callable[[T], int], ahead: int | None
+    ) -> None:
+        self.items, self.weight, self.ahead = items, weight, ahead
+        self.answers: queue.Queue[_Answer] = queue.Queue()
+        self.wanted = threading.Semaphore(depth)  # one permit per item the consumer will take
+        self.stopped = threading.Event()
+        self.made = threading.Condition()
+        self.waiting = 0  # the weight of the items made and not yet taken
+
+    def run(self) -> None:
+        try:
+            while self._may_make():
+                item = next(self.items)
+                with self.made:
+                    self.waiting += self.weight(item)
+                self.answers.put((False, item))
+        except StopIteration:
+            self.answers.put((True, None))
+        except BaseException as exc:
+            self.answers.put((True, exc))  # raised by the consumer
+
+    def _may_make(self) -> bool:
+        while not self.wanted.acquire(timeout=0.1):
+            if self.stopped.is_set():
+                return False
+        with self.made:
+            while self.ahead is not None and self.waiting >= self.ahead:
+                if self.stopped.is_set():
+                    break
+                self.made.wait(0.1)
+        return not self.stopped.is_set()
+
+    def gather(self, first: T, limit: int) -> tuple[list[T], _Answer | None]:
+        """`first` and the items already made after it, within `limit`; and the answer taken
+        that did not fit, if any (the end, an exception, or an item over the limit)."""
+        batch, total = [first], self.weight(first)
+        while True:
+            try:
+                answer = self.answers.get_nowait()
+            except queue.Empty:
+                return batch, None
+            done, value = answer
+            if done or total + self.weight(value) > limit:
+                return batch, answer
+            self.wanted.release()
+            batch.append(value)
+            total += self.weight(value)
+
+    def taken(self, batch: list[T]) -> None:
+        with self.made:
+            self.waiting -= sum(map(self.weight, batch))
+            self.made.notify()
 
 
 # --- one gateway per process and node -------------------------------------------------------

@@ -3,7 +3,7 @@ checked (garbage and unreachable nodes become `ChainUnavailable`, reverts `Chain
 with the decoded reason), and the HTTP provider, built with an explicit timeout and with web3's
 retries off (one retry policy: the jobs').
 
-Every round trip is counted and timed (latsite/telemetry.py) by chain id and method, never by
+Every round trip is counted and timed (core/telemetry.py) by chain id and method, never by
 URL (it holds API keys)."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from web3 import HTTPProvider, Web3
 from web3.providers import JSONBaseProvider
 from web3.types import RPCEndpoint
 
-from lats.chain.abi import decode_revert
-from lats.chain.errors import ChainCallReverted, ChainError, ChainUnavailable
-from latsite.telemetry import UNKNOWN_CHAIN, RpcCall
+from chain.abi import decode_revert
+from chain.errors import ChainCallReverted, ChainError, ChainUnavailable
+from core.telemetry import UNKNOWN_CHAIN, RpcCall
 
 DEFAULT_BATCH_SIZE = 100
 

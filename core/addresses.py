@@ -10,6 +10,8 @@ from eth_hash.auto import keccak
 
 ADDRESS_PATTERN = r"^0x[a-fA-F0-9]{40}$"
 ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
+# EigenLayer's beacon-chain ETH strategy; as a LAT's base asset, its unit of account is ETH.
+BEACON_CHAIN_ETH = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
 # fullmatch, not match: `$` would let a trailing newline through.
 _ADDRESS_RE = re.compile(r"0x[a-fA-F0-9]{40}")
 
@@ -42,3 +44,7 @@ def _eip55(hex40: str) -> str:
     return "0x" + "".join(
         c.upper() if c > "9" and digest[i] > "7" else c for i, c in enumerate(hex40)
     )
+
+
+def is_beacon_chain_eth(address: str) -> bool:
+    return address.lower() == BEACON_CHAIN_ETH.lower()

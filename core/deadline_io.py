@@ -1,6 +1,6 @@
 """A socket for http.client whose every operation is given only what is left of a deadline:
 a server that trickles a byte at a time cannot stretch a request past it (the AVS metadata
-fetch, lats/metadata.py; simulate-deposit's node calls, lats/chain/deadline.py)."""
+fetch, lats/metadata.py; simulate-deposit's node calls, chain/deadline.py)."""
 
 from __future__ import annotations
 

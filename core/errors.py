@@ -1,6 +1,6 @@
 """The project's own errors, raised below the API by selectors, services and parameter parsing.
 
-None of them knows HTTP: the one exception handler (`latsite/api/errors.py`) maps each `code`
+None of them knows HTTP: the one exception handler (`core/api/errors.py`) maps each `code`
 to its status and the error body of interface.md.
 """
 

@@ -27,13 +27,13 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
-from latsite import redisguard
+from core import redisguard
 
 logger = logging.getLogger(__name__)
 
 # The project's locks, in one place:
-# - each refresh step of each LAT: `advisory_lock(step.job, lat_id)` (latsite/jobs.py), keyed by
-#   the step's task name (latsite/refresh.py). The deposits' writes need no lock of their own:
+# - each refresh step of each LAT: `advisory_lock(step.job, lat_id)` (sync/jobs.py), keyed by
+#   the step's task name (sync/refresh.py). The deposits' writes need no lock of their own:
 #   each LAT's are made under its indexing step's, and touch only that LAT's rows and counts.
 # - the reward submissions of each AVS, which LATs may share: `advisory_lock(REWARDS_LOCK,
 #   avs_id)` (metrics/services.py), taken by each LAT's snapshot step.

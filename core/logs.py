@@ -1,7 +1,7 @@
 """Logs: the request id, the log formats, and the redaction of node URLs.
 
 - The request id comes from the caller's `X-Request-ID` (when it is a sane token) or is made
-  here; `RequestIdMiddleware` (latsite/middleware.py) keeps it in a context variable for the
+  here; `RequestIdMiddleware` (core/middleware.py) keeps it in a context variable for the
   request and returns it in the `X-Request-ID` response header. `RequestIdFilter` writes it on
   every log record (`-` outside requests and tasks), and the Celery signal handlers below carry
   it in the headers of every task published while it is set, into the worker's logs.
@@ -204,7 +204,7 @@ def logging_config(log_format: str, level: str) -> dict[str, Any]:
     formatter: dict[str, Any] = {"format": _PLAIN}
     if log_format == "json":
         formatter = {
-            "()": "latsite.logs.RedactingJsonFormatter",
+            "()": "core.logs.RedactingJsonFormatter",
             "fmt": _JSON_FIELDS,
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         }
@@ -212,8 +212,8 @@ def logging_config(log_format: str, level: str) -> dict[str, Any]:
         "version": 1,
         "disable_existing_loggers": False,
         "filters": {
-            "request_id": {"()": "latsite.logs.RequestIdFilter"},
-            "redact_urls": {"()": "latsite.logs.RedactUrlsFilter"},
+            "request_id": {"()": "core.logs.RequestIdFilter"},
+            "redact_urls": {"()": "core.logs.RedactUrlsFilter"},
         },
         "formatters": {"console": formatter},
         "handlers": {

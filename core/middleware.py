@@ -1,6 +1,6 @@
 """Every path outside /admin/ answers its errors in the JSON error body, whoever produced them.
 
-The API's own views already do (latsite/api/errors.py); this catches what runs before or beside
+The API's own views already do (core/api/errors.py); this catches what runs before or beside
 them: a query string with more parameters than Django parses, a body declared in a charset other
 than UTF-8, and any error page that Django or a library rendered as HTML (or YAML). Admin pages
 are left to Django: staff use them in a browser.
@@ -14,9 +14,9 @@ from collections.abc import Callable
 from django.core.exceptions import TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse
 
-from latsite.api.errors import fallback_message, is_json, json_error, suspicious_message
-from latsite.api.throttling import rate_limit_headers
-from latsite.logs import (
+from core.api.errors import fallback_message, is_json, json_error, suspicious_message
+from core.api.throttling import rate_limit_headers
+from core.logs import (
     HEADER,
     REQUEST_META_KEY,
     accepted_request_id,
@@ -116,7 +116,7 @@ class MalformedRequestMiddleware:
 
 class RateLimitHeadersMiddleware:
     """Adds RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset to every answer whose
-    request a rate limit counted (latsite/api/throttling.py), errors and 429s included."""
+    request a rate limit counted (core/api/throttling.py), errors and 429s included."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -130,7 +130,7 @@ class RateLimitHeadersMiddleware:
 
 class RequestIdMiddleware:
     """Takes the caller's X-Request-ID (a sane token: 1 to 200 visible ASCII characters) or makes
-    one, keeps it for the request's log lines and tasks (latsite/logs.py), and returns it in the
+    one, keeps it for the request's log lines and tasks (core/logs.py), and returns it in the
     X-Request-ID header of every answer: the API's, errors, admin and static files alike.
 
     First in MIDDLEWARE, so that every other middleware's log lines carry it too."""

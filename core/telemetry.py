@@ -34,7 +34,7 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # The classic text format (names and labels are plain ASCII): every Prometheus version reads it.
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 
-# --- chain gateway (lats/chain/transport.py) --------------------------------------------------
+# --- chain gateway (chain/transport.py) --------------------------------------------------
 
 RPC_REQUESTS = Counter(
     "lat_rpc_requests",
@@ -55,7 +55,7 @@ RPC_DURATION = Histogram(
 )
 UNKNOWN_CHAIN = "unknown"  # a gateway built for a URL without a chain id (tooling, tests)
 
-# --- jobs (latsite/jobs.py) ---------------------------------------------------------------------
+# --- jobs (sync/jobs.py) ---------------------------------------------------------------------
 
 # The job is labelled `task` (its Celery task name): Prometheus sets `job` on every series.
 JOB_RUNS = Counter(
@@ -78,7 +78,7 @@ JOB_DURATION = Histogram(
 )
 JOB_FAILURE_STATUSES = frozenset({"lagging", "failed", "unavailable", "timeout", "error"})
 
-# --- rate limits (latsite/api/throttling.py) -----------------------------------------------------
+# --- rate limits (core/api/throttling.py) -----------------------------------------------------
 
 RATE_LIMIT_REJECTIONS = Counter(
     "lat_rate_limit_rejections",

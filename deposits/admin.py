@@ -10,11 +10,11 @@ from django.contrib import admin
 from django.core.paginator import Paginator
 from django.db.models import Q, QuerySet
 
+from core.addresses import checksum, is_address
 from deposits.models import Deposit, DepositCheckpoint, Event, Holder, HolderTally
 from deposits.selectors import deposit_key_at, deposit_total
 from lats.admin import ReadOnlyAdminMixin, model_field_names
 from lats.models import Lat
-from latsite.addresses import checksum, is_address
 
 TX_HASH = re.compile(r"0x[0-9a-fA-F]{64}")
 

@@ -129,7 +129,7 @@ class DepositSpanTotal(models.Model):
 class DepositCheckpoint(models.Model):
     """How far the event indexer (deposits, the activity feed, holders) has got for one LAT,
     and the hash and time of that block; and the block REORG_MAX_DEPTH below it, taken as
-    final (lats/indexing.py): a reorg that reaches it stops indexing instead of deleting
+    final (activity/indexing.py): a reorg that reaches it stops indexing instead of deleting
     history."""
 
     lat = models.OneToOneField(Lat, on_delete=models.CASCADE, related_name="deposit_checkpoint")

@@ -6,7 +6,7 @@ raises the API's 404/422 with a message naming the field and index. `deposit_bui
 through the node once (one JSON-RPC batch, sent from the request's own thread), under a total
 deadline (`SIMULATE_TIMEOUT`) and with at most `SIMULATE_MAX_IN_FLIGHT` simulations waiting on a
 node per process. Nothing here imports web3: calldata and the node go through
-`lats.chain.gateway`. Nothing is written to the database.
+`chain.gateway`. Nothing is written to the database.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from typing import Any, NoReturn
 from django.conf import settings
 from django.db import connection
 
-from lats.chain.errors import ChainUnavailable
-from lats.chain.gateway import Gateway, gateway_for
+from chain.errors import ChainUnavailable
+from chain.gateway import Gateway, gateway_for
+from core.addresses import ZERO_ADDRESS, address_error, checksum, is_address
+from core.api.documents import CacheRead, cached_document, document_keys
+from core.api.params import parse_address
+from core.db import fetch_prepared
+from core.errors import Busy, InvalidInput, MalformedRequest, NotFound, Unavailable
 from lats.models import Lat
-from latsite.addresses import ZERO_ADDRESS, address_error, checksum, is_address
-from latsite.api.documents import CacheRead, cached_document, document_keys
-from latsite.api.params import parse_address
-from latsite.db import fetch_prepared
-from latsite.errors import Busy, InvalidInput, MalformedRequest, NotFound, Unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ def _deposit_target_read(address: str) -> DepositTarget:
 
     This is the hot path of both endpoints, so neither `lat_get` + `lat_fees` (model instances,
     prefetches, three queries) nor a `values_list` compiled on every request: the ORM writes the
-    SQL once per process, prepared once per connection (latsite.db.fetch_prepared), and each
+    SQL once per process, prepared once per connection (core.db.fetch_prepared), and each
     request only executes it, which saves most of the cost of the
     read (bench/sections/restaking.py compares the build with the constant-JSON baseline).
     """
@@ -340,7 +340,7 @@ def deposit_build(*, request: DepositRequest) -> DepositTransaction:
 class _NodeCalls:
     """The simulations of this process waiting on a node, at most SIMULATE_MAX_IN_FLIGHT: a
     further one is refused at once rather than queued. Each waits in its own request's thread,
-    its node call bounded by the deadline at the socket (lats/chain/deadline.py), so a slot is
+    its node call bounded by the deadline at the socket (chain/deadline.py), so a slot is
     held at most SIMULATE_TIMEOUT and a dead node never holds more than that many server
     threads."""
 

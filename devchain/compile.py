@@ -2,7 +2,7 @@
 
 ``python -m devchain.compile`` compiles ``devchain/contracts/*.sol`` and writes
 ``build/contracts.json`` (ABI and bytecode of every deployable contract; gitignored) and the
-committed ``lats/chain/abi/<Contract>.json`` the runtime gateway reads (ABI only, sorted keys,
+committed ``chain/abis/<Contract>.json`` the runtime gateway reads (ABI only, sorted keys,
 stable). ``--check`` compiles and fails if the committed ABIs differ.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONTRACTS_DIR = Path(__file__).resolve().parent / "contracts"
 BUILD_FILE = REPO_ROOT / "build" / "contracts.json"
-ABI_DIR = REPO_ROOT / "lats" / "chain" / "abi"  # committed: the runtime gateway reads them
+ABI_DIR = REPO_ROOT / "chain" / "abis"  # committed: the runtime gateway reads them
 SOLCJS = REPO_ROOT / "node_modules" / ".bin" / "solcjs"
 EVM_VERSION = "cancun"
 OPTIMIZER_RUNS = 200
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="fail if the committed ABIs in lats/chain/abi differ from a fresh compile",
+        help="fail if the committed ABIs in chain/abis differ from a fresh compile",
     )
     args = parser.parse_args(argv)
     try:
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         problems = abi_differences(build)
         for problem in problems:
-            print(f"lats/chain/abi {problem}", file=sys.stderr)
+            print(f"chain/abis {problem}", file=sys.stderr)
         if problems:
             print("run `python -m devchain.compile` and commit the ABIs", file=sys.stderr)
             return 1

@@ -16,11 +16,11 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from simple_history.admin import SimpleHistoryAdmin
 
-from lats.curation import avs_release_curated, avs_update_curated
+from core.addresses import checksum, is_address
+from core.admin_site import guard_third_party_actions
+from core.tasknames import enqueue_metadata_refresh, enqueue_refresh_now
+from lats.curation import avs_metadata_lat_ids, avs_release_curated, avs_update_curated
 from lats.models import Avs, FeeStructure, Lat, LatToken, PriceFeed, SyncStatus, Token
-from latsite.addresses import checksum, is_address
-from latsite.admin_site import guard_third_party_actions
-from latsite.refresh import enqueue_metadata_refresh, enqueue_refresh_now
 
 
 class ReadOnlyAdminMixin:
@@ -209,6 +209,11 @@ class LatAdmin(admin.ModelAdmin):
 # --- AVS ----------------------------------------------------------------------------------------
 
 
+def _enqueue_metadata_refresh(avs_ids: list[int]) -> None:
+    """Refresh the metadata of each AVS through one of its LATs (by task name)."""
+    enqueue_metadata_refresh(avs_metadata_lat_ids(avs_ids))
+
+
 WEB_SCHEMES = ("http", "https")
 
 
@@ -385,7 +390,7 @@ class AvsAdmin(SimpleHistoryAdmin):
             name for name in form.cleaned_data.get("release_fields", ()) if name not in changes
         ]
         if release and avs_release_curated(avs=obj, fields=release):
-            transaction.on_commit(partial(enqueue_metadata_refresh, [obj.pk]))
+            transaction.on_commit(partial(_enqueue_metadata_refresh, [obj.pk]))
 
     @admin.action(
         description="Reset to on-chain metadata (release every staff edit)",
@@ -394,7 +399,7 @@ class AvsAdmin(SimpleHistoryAdmin):
     def reset_to_onchain_metadata(self, request, queryset):
         avss = list(queryset)
         released = [avs.pk for avs in avss if avs_release_curated(avs=avs)]
-        transaction.on_commit(partial(enqueue_metadata_refresh, [avs.pk for avs in avss]))
+        transaction.on_commit(partial(_enqueue_metadata_refresh, [avs.pk for avs in avss]))
         self.message_user(
             request,
             f"Released the staff edits of {len(released)} AVS(s); a metadata refresh is queued.",

@@ -1,5 +1,4 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_migrate
 
 
 class LatsConfig(AppConfig):
@@ -10,8 +9,7 @@ class LatsConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
-        from latsite.api.documents import documents_changed
-        from latsite.schedules import ensure_default_schedules_after_migrate
+        from core.api.documents import documents_changed
 
         # Cache invalidation, not logic: any write to what the cached read documents are
         # built from makes them stale (admin edits, refresh jobs, imports alike).
@@ -29,10 +27,3 @@ class LatsConfig(AppConfig):
                     sender=f"operators.{model}",
                     dispatch_uid=f"documents_changed.{model}.{signal}",
                 )
-
-        # Default refresh schedules: created after every migrate, never overwritten.
-        post_migrate.connect(
-            ensure_default_schedules_after_migrate,
-            sender=self,
-            dispatch_uid="lats.ensure_default_schedules",
-        )

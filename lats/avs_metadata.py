@@ -12,13 +12,13 @@ from typing import Any
 from django.conf import settings
 from django.db import models, transaction
 
-from lats.chain.gateway import Gateway, gateway_for, scan_ranges
-from lats.chain.results import Block
-from lats.indexing import check_chain, check_not_behind
+from chain.gateway import Gateway, gateway_for, scan_ranges
+from chain.results import Block
+from core.db import model_update
+from lats.checks import check_chain, check_not_behind
 from lats.metadata import metadata_fetch
 from lats.models import Avs, Lat, SyncStatus
 from lats.sync_status import sync_status_recording, sync_status_success
-from latsite.db import model_update
 
 METADATA_FIELDS = {
     "name": "metadata_name",

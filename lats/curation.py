@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import transaction
 
-from lats.models import Avs
+from lats.models import Avs, Lat
 
 
 def _locked(avs: Avs) -> Avs:
@@ -59,3 +59,18 @@ def avs_release_curated(*, avs: Avs, fields: Iterable[str] | None = None) -> lis
     avs.metadata_updated_block = None
     avs.save(update_fields=["staff_edited_fields", "metadata_updated_block"])
     return released
+
+
+def avs_metadata_lat_ids(avs_ids: list[int]) -> list[int]:
+    """One LAT of each AVS whose metadata can be read (its AVSDirectory known): the metadata
+    refresh of an AVS runs through one of its LATs."""
+    lats = (
+        Lat.objects.filter(avs_id__in=avs_ids)
+        .exclude(avs_directory="")
+        .order_by("avs_id", "id")
+        .values_list("avs_id", "id")
+    )
+    one_per_avs: dict[int, int] = {}
+    for avs_id, lat_id in lats:
+        one_per_avs.setdefault(avs_id, lat_id)
+    return list(one_per_avs.values())

@@ -7,12 +7,11 @@ from typing import Any
 
 from django.db import transaction
 
-from lats.chain.errors import ChainError
-from lats.chain.gateway import Gateway
+from chain.errors import ChainError
+from chain.gateway import Gateway
+from core.addresses import checksum, is_address, is_beacon_chain_eth
+from core.db import model_update
 from lats.models import Avs, Lat, PriceFeed
-from lats.values import is_beacon_chain_eth
-from latsite.addresses import checksum, is_address
-from latsite.db import model_update
 
 
 class ManifestError(ValueError):

@@ -38,8 +38,8 @@ from typing import Any
 
 from django.conf import settings
 
-from latsite.deadline_io import DeadlineSocket, seconds_left
-from latsite.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
+from core.deadline_io import DeadlineSocket, seconds_left
+from core.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 
 _CHUNK = 8192
 _DATA_HEADER_MAX = 200  # "application/vnd.example+json;charset=utf-8;base64" and then some

@@ -7,9 +7,8 @@ from decimal import Decimal
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from lats.values import is_beacon_chain_eth
-from latsite.addresses import ADDRESS_VALIDATOR
-from latsite.history import History
+from core.addresses import ADDRESS_VALIDATOR, is_beacon_chain_eth
+from core.history import History
 
 
 def AddressField(**kwargs) -> models.CharField:
@@ -275,7 +274,7 @@ class PriceFeed(models.Model):
     answer = UintField()
     updated_at = models.DateTimeField(null=True, blank=True)
     # Who pointed a token at which feed and when. The answer the state refresh reads every minute
-    # is not history: a save of only those fields records no row (see latsite/history.py).
+    # is not history: a save of only those fields records no row (see core/history.py).
     history = History(excluded_fields=["answer", "decimals", "updated_at"])
 
     class Meta:

@@ -10,10 +10,10 @@ from typing import Any
 from django.db import connection
 from django.db.models import Prefetch, QuerySet
 
+from core.db import fetch_prepared
+from core.errors import NotFound
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
 from lats.values import amount_for_one_lat, shares_for_one_token
-from latsite.db import fetch_prepared
-from latsite.errors import NotFound
 
 
 def _lat_tokens_prefetch() -> Prefetch:

@@ -1,6 +1,6 @@
 """The refresh of a LAT's own state: its totals, tokens and prices, read at one block.
 
-The state job (`latsite/refresh.py`) reads this and the LAT's staker nodes
+The state job (`sync/refresh.py`) reads this and the LAT's staker nodes
 (`operators/services.py`) at the same block, then stores both in one transaction.
 """
 
@@ -10,12 +10,13 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
-from lats.chain.gateway import Gateway
-from lats.chain.results import Block, LatState, block_time
-from lats.indexing import check_chain, check_not_behind
+from chain.gateway import Gateway
+from chain.results import Block, LatState, block_time
+from core.addresses import is_beacon_chain_eth
+from core.db import model_update
+from lats.checks import check_chain, check_not_behind
 from lats.models import Lat, LatToken, PriceFeed, Token
-from lats.values import WAD, is_beacon_chain_eth
-from latsite.db import model_update
+from lats.values import WAD
 
 
 @dataclass(frozen=True)

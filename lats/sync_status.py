@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from lats.chain.results import Block
+from chain.results import Block
 from lats.models import ChainHead, Lat, SyncStatus
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Values of the LAT registry, each defined once: the 1e18 scale, beacon-chain ETH, the
+"""Values of the LAT registry, each defined once: the 1e18 scale, the
 exchange rate (and the contracts' own integer rounding of it) and token amounts in ETH."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Protocol
 
+from core.addresses import is_beacon_chain_eth
+
 WAD = 10**18
 WAD_DECIMAL = Decimal(WAD)
-# EigenLayer's beacon-chain ETH strategy; as a LAT's base asset, its unit of account is ETH.
-BEACON_CHAIN_ETH = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
 
 
 # Read-only members (properties), so that frozen dataclasses and models both qualify.
@@ -32,10 +32,6 @@ class Valued(Supply, Protocol):
     def base_asset(self) -> str: ...
     @property
     def unit_eth_price(self) -> Decimal | int: ...
-
-
-def is_beacon_chain_eth(address: str) -> bool:
-    return address.lower() == BEACON_CHAIN_ETH.lower()
 
 
 def exchange_rate(total_assets: Decimal | int, total_supply: Decimal | int) -> Decimal:

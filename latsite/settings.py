@@ -13,8 +13,8 @@ from pathlib import Path
 
 import environ
 
-from latsite.logs import init_sentry, logging_config
-from latsite.networks import allowed_networks
+from core.logs import init_sentry, logging_config
+from core.networks import allowed_networks
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -53,18 +53,19 @@ INSTALLED_APPS = [
     "operators",
     "metrics",
     "deposits",
+    "sync",  # every Celery task, the refresh schedules and the commands that run jobs
     "devchain",  # the local chain's lat_devnet command; no models, imported by no runtime app
 ]
 
 MIDDLEWARE = [
-    "latsite.middleware.RequestIdMiddleware",  # first: every answer and log line has the id
+    "core.middleware.RequestIdMiddleware",  # first: every answer and log line has the id
     "django_prometheus.middleware.PrometheusBeforeMiddleware",  # first: times the whole stack
     "django.middleware.security.SecurityMiddleware",
-    "latsite.middleware.JsonErrorPagesMiddleware",  # errors outside /admin/ in the JSON body
+    "core.middleware.JsonErrorPagesMiddleware",  # errors outside /admin/ in the JSON body
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",
-    "latsite.middleware.MalformedRequestMiddleware",  # too many parameters, non-UTF-8 bodies
-    "latsite.middleware.RateLimitHeadersMiddleware",  # RateLimit-* on every counted answer
+    "core.middleware.MalformedRequestMiddleware",  # too many parameters, non-UTF-8 bodies
+    "core.middleware.RateLimitHeadersMiddleware",  # RateLimit-* on every counted answer
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -91,8 +92,8 @@ AXES_FAILURE_LIMIT = env.int("ADMIN_LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("ADMIN_LOGIN_COOLOFF_MINUTES", default=5))
 AXES_LOCKOUT_PARAMETERS = ["ip_address"]
 AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "latsite.admin_site.client_ip"
-AXES_LOCKOUT_CALLABLE = "latsite.admin_site.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "core.admin_site.client_ip"
+AXES_LOCKOUT_CALLABLE = "core.admin_site.lockout_response"
 
 ROOT_URLCONF = "latsite.urls"
 WSGI_APPLICATION = "latsite.wsgi.application"
@@ -121,7 +122,7 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
 # Off by default: a health check is one more round trip on every request.
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DB_CONN_HEALTH_CHECKS", default=False)
 # The LAT list, LAT detail and deposit target statements prepared once per connection
-# (latsite.db.fetch_prepared); off for a pooler that cannot keep prepared statements per client.
+# (core.db.fetch_prepared); off for a pooler that cannot keep prepared statements per client.
 DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -202,8 +203,8 @@ CORS_ALLOW_CREDENTIALS = False
 CORS_URLS_REGEX = r"^/(lat|metrics)(/.*)?$"
 CORS_ALLOW_METHODS = ["GET", "POST", "OPTIONS"]
 CORS_ALLOW_HEADERS = ["accept", "content-type", "x-api-token", "x-request-id", "if-none-match"]
-# Browsers may read the rate-limit headers (latsite/api/throttling.py), the request id and the
-# ETag, and send the ETag back in If-None-Match (latsite/api/conditional.py).
+# Browsers may read the rate-limit headers (core/api/throttling.py), the request id and the
+# ETag, and send the ETag back in If-None-Match (core/api/conditional.py).
 CORS_EXPOSE_HEADERS = [
     "RateLimit-Limit",
     "RateLimit-Remaining",
@@ -227,12 +228,12 @@ DOCS_URL = env.str("DOCS_URL", default="/docs").rstrip("/")
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_AUTHENTICATION_CLASSES": ["latsite.api.auth.ApiKeyAuthentication"],
-    "DEFAULT_THROTTLE_CLASSES": ["latsite.api.throttling.ClientRateThrottle"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["core.api.auth.ApiKeyAuthentication"],
+    "DEFAULT_THROTTLE_CLASSES": ["core.api.throttling.ClientRateThrottle"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "UNAUTHENTICATED_USER": None,
-    "EXCEPTION_HANDLER": "latsite.api.errors.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "latsite.api.schema.RateLimitedAutoSchema",
+    "EXCEPTION_HANDLER": "core.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "core.api.schema.RateLimitedAutoSchema",
     "DEFAULT_PAGINATION_CLASS": None,
     "COERCE_DECIMAL_TO_STRING": True,
     "UNICODE_JSON": True,
@@ -374,7 +375,7 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # The worker logs through LOGGING below (request ids, JSON lines, redaction), not Celery's own.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
-# Logs (latsite/logs.py): `plain` lines or `json` lines, each with the request id; node URLs
+# Logs (core/logs.py): `plain` lines or `json` lines, each with the request id; node URLs
 # redacted. Any other LOG_FORMAT refuses to start.
 LOG_FORMAT = env.str("LOG_FORMAT", default="plain").strip().lower()
 LOGGING = logging_config(LOG_FORMAT, env.str("LOG_LEVEL", default="INFO"))
@@ -390,7 +391,7 @@ if SENTRY_DSN:
     init_sentry(dsn=SENTRY_DSN, environment=SENTRY_ENVIRONMENT, release=SENTRY_RELEASE or None)
 
 # GET /health: a LAT whose deposits or state job last succeeded longer ago than this (seconds)
-# lags, and the service is `degraded` (latsite/health.py).
+# lags, and the service is `degraded` (sync/health.py).
 SYNC_LAG_ALERT_SECONDS = env.int("SYNC_LAG_ALERT_SECONDS", default=300)
 
 # Model history (django-simple-history): read-only in admin. Reverting from a history row would

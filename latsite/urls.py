@@ -1,15 +1,16 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 
+from activity.api import urls as activity_urls
 from deposits.api import urls as deposit_urls
 from lats.api import urls as lat_urls
 from latsite import views
 from operators.api import urls as operator_urls
 
-handler400 = "latsite.api.errors.handler400"
-handler403 = "latsite.api.errors.handler403"
-handler404 = "latsite.api.errors.handler404"
-handler500 = "latsite.api.errors.handler500"
+handler400 = "core.api.errors.handler400"
+handler403 = "core.api.errors.handler403"
+handler404 = "core.api.errors.handler404"
+handler500 = "core.api.errors.handler500"
 
 urlpatterns = [
     # Every app's fixed `lat/...` routes (`lat/assets`, `lat/operators`, ...) resolve before any
@@ -17,10 +18,12 @@ urlpatterns = [
     path("", include("lats.api.urls")),
     path("", include("operators.api.urls")),
     path("", include("deposits.api.urls")),
+    path("", include("activity.api.urls")),
     path("", include("metrics.api.urls")),
     path("", include(lat_urls.lat_urlpatterns)),
     path("", include(operator_urls.lat_urlpatterns)),
     path("", include(deposit_urls.lat_urlpatterns)),
+    path("", include(activity_urls.lat_urlpatterns)),
     path("api/schema/", views.SchemaView.as_view(), name="schema"),
     path("api/docs/", views.SwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/redoc/", views.RedocView.as_view(url_name="schema"), name="redoc"),

@@ -24,12 +24,13 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
+from core import release, telemetry
+from core.api.errors import ERROR_CODES, handler404, json_error, method_not_allowed
+from core.api.schema import error_responses
+from core.middleware import is_admin_path
+from core.networks import allowed_networks
 from lats.telemetry import SyncStatusCollector
-from latsite import health, release, telemetry
-from latsite.api.errors import ERROR_CODES, handler404, json_error, method_not_allowed
-from latsite.api.schema import error_responses
-from latsite.middleware import is_admin_path
-from latsite.networks import allowed_networks
+from sync import health
 
 READ_METHODS = ["GET", "HEAD"]
 
@@ -112,7 +113,7 @@ class RedocView(JsonErrorsMixin, SpectacularRedocView):
     pass
 
 
-# --- health and version (latsite/health.py) -----------------------------------------------------
+# --- health and version (sync/health.py) -----------------------------------------------------
 
 _CHECK_STATUS = "`ok` when it answered, `down` when it did not"
 

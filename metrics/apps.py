@@ -8,10 +8,10 @@ class MetricsConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
-        from latsite.api.documents import documents_changed
+        from core.api.documents import documents_changed
 
         # Cache invalidation, not logic: the history and the APYs are read from these, and the
-        # read endpoints' ETags follow the same generation (latsite/api/conditional.py).
+        # read endpoints' ETags follow the same generation (core/api/conditional.py).
         for model in ("MetricSnapshot", "RewardSubmission"):
             for signal in (post_save, post_delete):
                 signal.connect(

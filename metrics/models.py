@@ -70,7 +70,7 @@ class RewardSubmission(models.Model):
 
 class RewardsCheckpoint(models.Model):
     """How far the rewards submissions of one AVS have been read, the hash of that block, and
-    the block taken as final (as DepositCheckpoint; lats/indexing.py)."""
+    the block taken as final (as DepositCheckpoint; activity/indexing.py)."""
 
     avs = models.OneToOneField(
         "lats.Avs", on_delete=models.CASCADE, related_name="rewards_checkpoint"

@@ -10,6 +10,8 @@ from decimal import Decimal
 
 from django.db import connection
 
+from core.db import fetch_prepared
+from core.errors import NotFound
 from lats.models import Lat
 from lats.selectors import (
     RECORD_COLUMNS,
@@ -22,8 +24,6 @@ from lats.selectors import (
     records_from_rows,
 )
 from lats.values import to_eth
-from latsite.db import fetch_prepared
-from latsite.errors import NotFound
 from metrics.models import MetricSnapshot
 from operators.models import NodeAsset, StakerNode
 

@@ -11,16 +11,16 @@ from django.db import transaction
 from django.utils import timezone
 from eth_utils import to_checksum_address
 
+from activity.indexing import Checkpoint, Rewind, index_ranges, index_start
+from chain.gateway import Gateway, gateway_for
+from core.api.documents import documents_changed
+from core.db import model_update
+from core.locks import advisory_lock
 from deposits.models import HolderTally
-from lats.chain.gateway import Gateway, gateway_for
-from lats.indexing import Checkpoint, Rewind, index_ranges, index_start
 from lats.models import Lat, PriceFeed, SyncStatus, Token
 from lats.selectors import token_links
 from lats.sync_status import sync_status_recording, sync_status_success
 from lats.values import exchange_rate, to_eth
-from latsite.api.documents import documents_changed
-from latsite.db import model_update
-from latsite.locks import advisory_lock
 from metrics.models import MetricSnapshot, RewardsCheckpoint, RewardSubmission
 from metrics.selectors import APY_WINDOWS, lat_tvl
 
@@ -200,7 +200,7 @@ def _store_submissions(lat: Lat, logs) -> int:
 
 def rewards_index(*, lat: Lat, gateway: Gateway | None = None) -> RewardsSummary:
     """Store the AVS's AVSRewardsSubmissionCreated events since its checkpoint, with the same
-    checks of the node, reorgs and consistency as the deposits (lats/indexing.py). Running
+    checks of the node, reorgs and consistency as the deposits (activity/indexing.py). Running
     twice adds nothing. The time of the block it read up to is returned for the snapshot, so
     that metrics are those of the chain's state, not of the clock (a second sync over the same
     blocks writes nothing).

@@ -8,9 +8,9 @@ from decimal import Decimal
 
 from django.db.models import Prefetch, QuerySet
 
+from core.errors import NotFound
 from lats.models import Lat, LatToken
 from lats.values import to_eth
-from latsite.errors import NotFound
 from operators.models import NodeAsset, Operator, OperatorAvsSplit, StakerNode
 
 

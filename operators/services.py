@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from lats.chain.gateway import Gateway, scan_ranges
-from lats.chain.results import Block, LatState, NodeState
+from chain.gateway import Gateway, scan_ranges
+from chain.results import Block, LatState, NodeState
+from core.addresses import ZERO_ADDRESS, checksum
 from lats.models import Avs, Lat, Token
-from latsite.addresses import ZERO_ADDRESS, checksum
 from operators.models import NodeAsset, Operator, OperatorAvsSplit, StakerNode
 
 

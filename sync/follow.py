@@ -2,14 +2,14 @@
 
 One `Follower` per chain polls the node's head every HEAD_POLL_INTERVAL seconds, and at once
 when a WebSocket node of the chain (WS_URL_<chainId>) announces a new head
-(lats/chain/heads.py; without one, or while it is down, polling alone). When the head
+(chain/heads.py; without one, or while it is down, polling alone). When the head
 at the chain's confirmation depth moves, it runs the deposits step of the refresh pipeline
-(latsite/refresh.py: every event of the LAT's contracts) for every LAT of that chain, then the
+(sync/refresh.py: every event of the LAT's contracts) for every LAT of that chain, then the
 state and then the snapshot steps of exactly the LATs whose events changed (any new event,
 or some removed by a reorg: a pause, a price update or a transfer moves the state as a deposit
 does). State that moves without an event of the LAT's contracts (EigenLayer's share values)
 is read by the beat's state job. The steps
-run under the job runner (latsite/jobs.py), so the follower shares checkpoints, locks, reorg
+run under the job runner (sync/jobs.py), so the follower shares checkpoints, locks, reorg
 handling and sync status with the beat jobs, which stay as the safety net; a write drops the
 cached read documents and the ETags through the generation token, as any refresh does.
 
@@ -33,16 +33,16 @@ from typing import Any
 
 from django.conf import settings
 
+from chain.activity import activity_topics
+from chain.errors import ChainUnavailable
+from chain.gateway import gateway_for
+from chain.heads import HeadSubscription, backoff, ws_url_for
+from core.locks import advisory_lock
 from deposits.selectors import shared_log_range
-from lats.chain.activity import activity_topics
-from lats.chain.errors import ChainUnavailable
-from lats.chain.gateway import gateway_for
-from lats.chain.heads import HeadSubscription, backoff, ws_url_for
-from lats.indexing import chain_confirmations
+from lats.checks import chain_confirmations
 from lats.models import Lat
-from latsite.jobs import DONE, LAGGING, SKIPPED, run_step
-from latsite.locks import advisory_lock
-from latsite.refresh import DEPOSITS, SNAPSHOT, STATE
+from sync.jobs import DONE, LAGGING, SKIPPED, run_step
+from sync.refresh import DEPOSITS, SNAPSHOT, STATE
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@
   At most one probe per set of connection settings is in flight: later requests wait on it.
 - Redis (when the default cache is Redis, i.e. REDIS_URL is set): a PING on a connection of its
   own with HEALTH_REDIS_TIMEOUT socket timeouts, through the process's Redis breaker
-  (latsite/redisguard.py): while the breaker leaves Redis alone after a failure the check says
+  (core/redisguard.py): while the breaker leaves Redis alone after a failure the check says
   so without a round trip, a failed PING opens the breaker for the API too, and a PING that
   answers closes it.
 - Chains and LATs: read from the LATs' sync statuses (lats.models.SyncStatus) with a
@@ -46,8 +46,8 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.utils import load_backend
 from django.utils import timezone
 
+from core import redisguard
 from lats.models import Lat, SyncStatus
-from latsite import redisguard
 
 HEALTH_DB_TIMEOUT: Final = 0.6  # seconds a request waits for the database probe
 HEALTH_REDIS_TIMEOUT: Final = 0.2  # connect and socket timeouts of the Redis PING, each

@@ -15,7 +15,7 @@ Whatever a step raises is recorded on the LAT's sync status row of its job (the 
 record what they raise; the runner records whatever reached it unrecorded), so no failure
 leaves a job stuck silently.
 
-Every run is counted and timed by task name and status (latsite/telemetry.py), a run that
+Every run is counted and timed by task name and status (core/telemetry.py), a run that
 raised under the status `unavailable` (retried), `timeout` (soft time limit) or `error`.
 
 The fan-out tasks, run by beat, enqueue one per-LAT task per LAT.
@@ -32,13 +32,13 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from lats.chain.errors import ChainError, ChainUnavailable
-from lats.indexing import NodeLagging
+from chain.errors import ChainError, ChainUnavailable
+from core import telemetry
+from core.locks import advisory_lock
+from lats.checks import NodeLagging
 from lats.metadata import MetadataUnavailable
 from lats.models import Lat
 from lats.sync_status import sync_status_failure, sync_status_recorded
-from latsite import telemetry
-from latsite.locks import advisory_lock
 
 logger = logging.getLogger(__name__)
 

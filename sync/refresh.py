@@ -9,7 +9,7 @@ Per LAT, in this order:
 4. **metadata**: the AVS's curated metadata from its latest metadata document (lats),
    independent of the other three.
 
-The Celery tasks run each step under the job runner (latsite/jobs.py), beat on a schedule;
+The Celery tasks run each step under the job runner (sync/jobs.py), beat on a schedule;
 `lat_sync` runs them all in-process; admin's "Refresh now" chains the tasks.
 """
 
@@ -19,25 +19,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from celery import chain
 from django.db import transaction
 
+from activity.indexer import IndexSummary, deposit_index, deposit_rewind
+from activity.indexing import Checkpoint, Rewind
+from chain.gateway import Gateway, gateway_for
+from core import tasknames
+from core.api.documents import documents_changed
+from core.locks import advisory_lock
 from deposits.models import DepositCheckpoint, Event
-from deposits.services import IndexSummary, deposit_index, deposit_rewind
 from lats.avs_metadata import avs_refresh_metadata
-from lats.chain.gateway import Gateway, gateway_for
-from lats.indexing import Checkpoint, Rewind
 from lats.metadata import MetadataUnavailable
 from lats.models import Lat, SyncStatus
 from lats.state import RefreshSummary, lat_read_state, lat_state_stored, lat_store_state
 from lats.sync_status import sync_status_recording, sync_status_success
-from latsite.api.documents import documents_changed
-from latsite.celery import app
-from latsite.jobs import Step
-from latsite.locks import advisory_lock
 from metrics.models import RewardsCheckpoint, RewardSubmission
 from metrics.services import REWARDS_LOCK, metrics_refresh, rewards_rewind
 from operators.services import nodes_read, nodes_store
+from sync.jobs import Step
 
 
 def refresh_state(*, lat: Lat, gateway: Gateway | None = None) -> RefreshSummary:
@@ -119,35 +118,10 @@ def _metadata(lat: Lat) -> dict[str, Any]:
     return {"changed": avs_refresh_metadata(lat=lat)}
 
 
-STATE = Step("lats.tasks.refresh_lat_state", SyncStatus.Job.STATE, _state)
-DEPOSITS = Step("deposits.tasks.index_deposits", SyncStatus.Job.DEPOSITS, _deposits)
-SNAPSHOT = Step("metrics.tasks.record_snapshot", SyncStatus.Job.SNAPSHOT, _snapshot)
-METADATA = Step("lats.tasks.refresh_avs_metadata", SyncStatus.Job.METADATA, _metadata)
-# The chained steps, each reading what the one before stored; metadata runs beside them.
-CHAINED = (STATE, DEPOSITS, SNAPSHOT)
-
-
-def enqueue_refresh_now(lat_ids: list[int]) -> None:
-    """Admin's "Refresh now": per LAT, the chained steps (a chain stops at a failure) and the
-    AVS metadata beside them. Call through on_commit."""
-    for lat_id in lat_ids:
-        chain(*(app.signature(step.job, args=(lat_id,), immutable=True) for step in CHAINED))()
-        app.signature(METADATA.job, args=(lat_id,)).apply_async()
-
-
-def enqueue_metadata_refresh(avs_ids: list[int]) -> None:
-    """Refresh the metadata of each AVS through one of its LATs. Call through on_commit."""
-    lats = (
-        Lat.objects.filter(avs_id__in=avs_ids)
-        .exclude(avs_directory="")
-        .order_by("avs_id", "id")
-        .values_list("avs_id", "id")
-    )
-    one_per_avs: dict[int, int] = {}
-    for avs_id, lat_id in lats:
-        one_per_avs.setdefault(avs_id, lat_id)
-    for lat_id in one_per_avs.values():
-        app.signature(METADATA.job, args=(lat_id,)).apply_async()
+STATE = Step(tasknames.REFRESH_LAT_STATE, SyncStatus.Job.STATE, _state)
+DEPOSITS = Step(tasknames.INDEX_DEPOSITS, SyncStatus.Job.DEPOSITS, _deposits)
+SNAPSHOT = Step(tasknames.RECORD_SNAPSHOT, SyncStatus.Job.SNAPSHOT, _snapshot)
+METADATA = Step(tasknames.REFRESH_AVS_METADATA, SyncStatus.Job.METADATA, _metadata)
 
 
 # --- a rewind by hand ----------------------------------------------------------------------

@@ -4,7 +4,7 @@ Beat runs with the DatabaseScheduler, so the schedules live in the database and 
 them in admin (Periodic tasks) with no deploy. `ensure_default_schedules()` creates a default
 that is missing, by name, and never touches one that exists: an interval ops changed or a job
 ops disabled stays as ops left it. It runs after every `migrate` (post_migrate, connected in
-lats/apps.py) and from `python manage.py lat_schedules`.
+sync/apps.py) and from `python manage.py lat_schedules`.
 
 A default that ops delete comes back on the next migrate: to stop a job, disable it.
 """

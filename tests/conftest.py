@@ -20,7 +20,7 @@ pytest.register_assert_rewrite("tests.lockholder", "tests.served")
 @pytest.fixture(autouse=True)
 def _fresh_documents() -> None:
     """Cached read documents from an earlier test (rolled back) are never served."""
-    from latsite.api.documents import _bump, _bump_local
+    from core.api.documents import _bump, _bump_local
 
     _bump()
     _bump_local()
@@ -37,7 +37,7 @@ class Dataset:
 
 @pytest.fixture
 def dataset(db) -> Dataset:
-    from lats.values import BEACON_CHAIN_ETH
+    from core.addresses import BEACON_CHAIN_ETH
     from tests import factories as f
 
     d = Dataset()
@@ -315,7 +315,7 @@ T0 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
 @pytest.fixture
 def world(dataset):
     """The data set, plus one row of every model the admin shows that it lacks."""
-    from deposits.activity import activity_record
+    from activity.store import activity_record
     from deposits.models import DepositCheckpoint
     from deposits.services import deposit_record_events
     from lats.models import PriceFeed, SyncStatus

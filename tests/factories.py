@@ -7,10 +7,10 @@ import datetime as dt
 import factory
 from eth_utils import to_checksum_address
 
+from chain.activity import ActivityLog
+from core.addresses import BEACON_CHAIN_ETH
 from deposits.services import DepositEvent
-from lats.chain.activity import ActivityLog
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
-from lats.values import BEACON_CHAIN_ETH
 from metrics.models import MetricSnapshot
 from operators.models import NodeAsset, Operator, OperatorAvsSplit, StakerNode
 

@@ -7,7 +7,7 @@ import threading
 
 from django.db import connection
 
-from latsite.follow import Follower
+from sync.follow import Follower
 
 
 class Running:

@@ -6,7 +6,7 @@ import threading
 
 from django.db import connection
 
-from latsite.locks import advisory_lock
+from core.locks import advisory_lock
 
 
 class Holder(threading.Thread):

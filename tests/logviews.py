@@ -9,8 +9,8 @@ import requests
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 
+from core.logs import current_request_id
 from latsite.celery import app
-from latsite.logs import current_request_id
 
 logger = logging.getLogger("tests.logviews")
 

@@ -1,12 +1,12 @@
 """The shapes of the activity endpoints (holders, events, wallets, status), as the schema
-documents them; deposits/activity_selectors.py builds the documents in these shapes."""
+documents them; activity/selectors.py builds the documents in these shapes."""
 
 from __future__ import annotations
 
 from rest_framework import serializers
 
-from deposits.activity_selectors import FEED_TYPES
-from latsite.api.fields import AddressOutField, NumberField, UintStringField
+from activity.selectors import FEED_TYPES
+from core.api.fields import AddressOutField, NumberField, UintStringField
 
 
 class HolderSerializer(serializers.Serializer):

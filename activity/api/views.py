@@ -7,13 +7,12 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from deposits import activity_selectors as selectors
-from deposits.api import activity_serializers as s
-from lats.chain.activity import ACTIVITY_EVENTS
-from lats.selectors import lat_row
-from latsite.api import cursors
-from latsite.api.conditional import ConditionalReadMixin
-from latsite.api.params import (
+from activity import selectors
+from activity.api import serializers as s
+from chain.activity import ACTIVITY_EVENTS
+from core.api import cursors
+from core.api.conditional import ConditionalReadMixin
+from core.api.params import (
     address_path_parameter,
     parse_address,
     parse_int,
@@ -22,8 +21,9 @@ from latsite.api.params import (
     skip_parameter,
     take_parameter,
 )
-from latsite.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
-from latsite.errors import InvalidInput
+from core.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
+from core.errors import InvalidInput
+from lats.selectors import lat_row
 
 TAG = "Activity"
 MAX_BLOCK = 10**18 - 1

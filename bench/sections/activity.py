@@ -47,10 +47,10 @@ def run(ctx: Context, result: SectionResult) -> None:
 def _deep_cursor(ctx: Context, lat: str) -> tuple[str, int]:
     """A cursor DEEP_SHARE into the LAT's feed (the key of the record before the page), and
     how many feed events come before that page."""
+    from activity.api.views import EVENT_CURSOR_VERSION
+    from activity.selectors import FEED_TYPES
     from bench import dataset
-    from deposits.activity_selectors import FEED_TYPES
-    from deposits.api.activity import EVENT_CURSOR_VERSION
-    from latsite.api.cursors import cursor_encode
+    from core.api.cursors import cursor_encode
 
     with dataset.connect(ctx.db_url) as conn:
         (lat_id,) = conn.execute(
@@ -209,7 +209,7 @@ def _index_report(result: SectionResult, figures: dict) -> None:
     rows = [INDEX_COLUMNS]
     for key, name in (
         ("ceiling", "eth_getLogs, JSON parsed (ceiling)"),
-        ("decoded", "eth_getLogs + lats.chain.activity decoder"),
+        ("decoded", "eth_getLogs + chain.activity decoder"),
         ("indexer", "deposit_index (service, fresh tables)"),
     ):
         r = best[key]

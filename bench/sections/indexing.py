@@ -101,10 +101,10 @@ def probe(rpc: str, manifest_path: str) -> dict:
     import django
 
     django.setup()
+    from activity.indexer import deposit_index
     from bench.activity_chain import logs_ceiling
+    from chain.gateway import gateway_for_url
     from deposits.models import Deposit, DepositCount, Event
-    from deposits.services import deposit_index
-    from lats.chain.gateway import gateway_for_url
     from lats.manifests import lat_import_manifests, manifest_parse
 
     manifest = manifest_parse(json.loads(Path(manifest_path).read_text()), source=manifest_path)

@@ -102,7 +102,7 @@ def _sides(base: str, rpc_url: str, manifest: dict, sender: str) -> list[tuple]:
     build, in that order."""
     from eth_utils import to_checksum_address
 
-    from lats.chain.gateway import Gateway
+    from chain.gateway import Gateway
 
     lat = to_checksum_address(manifest["proxyAddress"])
     assets = [to_checksum_address(t["address"]) for t in manifest["tokens"]]

@@ -6,7 +6,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework_api_key.models import APIKey
 
-from latsite.api.throttling import BadKeyLimit
+from core.api.throttling import BadKeyLimit
 
 HEADER = "X-API-Token"
 # The challenge of a 401 (RFC 9110, WWW-Authenticate): the scheme and where the key goes.

@@ -2,9 +2,9 @@
 
 Every GET (and HEAD) answer of a read view (`ConditionalReadMixin`) that is a 200 carries
 
-- `ETag`: a weak validator, a hash of the data's generation (latsite/api/documents.py:
+- `ETag`: a weak validator, a hash of the data's generation (core/api/documents.py:
   `current_generation`, which moves on every write to what the read endpoints serve; read in
-  the rate limit's round trip to Redis, latsite/api/throttling.py), the
+  the rate limit's round trip to Redis, core/api/throttling.py), the
   code's version and commit (a deployment may change a representation), the path and the
   query string (its parameters sorted, so that their order does not matter), and
   whatever the view adds (`etag_extra`: the historical endpoint's default window moves with
@@ -34,9 +34,9 @@ from urllib.parse import urlencode
 from django.http import HttpResponseNotModified
 from django.utils.http import parse_etags
 
-from latsite.api.documents import current_generation, generation_key
-from latsite.api.throttling import prefetched
-from latsite.release import release
+from core.api.documents import current_generation, generation_key
+from core.api.throttling import prefetched
+from core.release import release
 
 CACHE_CONTROL = "public, no-cache"
 CONDITIONAL_METHODS = frozenset({"GET", "HEAD"})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from latsite.errors import InvalidInput
+from core.errors import InvalidInput
 
 CURSOR_MAX_LENGTH = 200
 

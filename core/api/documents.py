@@ -9,7 +9,7 @@ invalidation (local memory, one per process) can serve. With Redis the token and
 are shared by every process, and a hit costs one round trip (MGET of the token and the
 document).
 
-Redis is optional here (latsite/redisguard.py): while it cannot be reached, documents are built
+Redis is optional here (core/redisguard.py): while it cannot be reached, documents are built
 from the database. An invalidation that could not reach Redis is remembered by the process and
 sent again as soon as Redis answers (before the next cached read, on the breaker's recovery,
 and by a timer every REDIS_RETRY_AFTER seconds), so that a write made during an outage is not
@@ -19,7 +19,7 @@ for at most DOCUMENT_FALLBACK_SECONDS (a write in the process drops them at once
 hot reads stay near their cached speed while another process's writes show up that much later.
 
 `current_generation` names the data's generation for the ETags of the read endpoints
-(latsite/api/conditional.py), with the same bounds: the shared token while Redis answers, else
+(core/api/conditional.py), with the same bounds: the shared token while Redis answers, else
 this process's own generation, which also moves on every DOCUMENT_FALLBACK_SECONDS.
 """
 
@@ -36,7 +36,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
 
-from latsite import redisguard
+from core import redisguard
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ def documents_changed(**_signal_kwargs: Any) -> None:
 
 
 # What a view read of the cache ahead for this request: (True, the value or None) for a key it
-# read (latsite.api.throttling.prefetched), else (False, None).
+# read (core.api.throttling.prefetched), else (False, None).
 CacheRead = Callable[[str], tuple[bool, Any]]
 
 
@@ -215,7 +215,7 @@ def _read_ahead(read: CacheRead | None, keys: tuple[str, ...]) -> dict[str, Any]
 
 def generation_key() -> str:
     """The cache key of the shared generation token (read ahead by the rate limit's round trip
-    on the read endpoints: latsite/api/conditional.py)."""
+    on the read endpoints: core/api/conditional.py)."""
     return _keys("")[0]
 
 

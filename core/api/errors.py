@@ -1,6 +1,6 @@
 """The one error contract: every failure answers `{"error": {"code", "message", "doc_url"}}`.
 
-The project's own errors (`latsite.errors`, raised below the API) and DRF's exceptions go
+The project's own errors (`core.errors`, raised below the API) and DRF's exceptions go
 through `exception_handler`; Django's own 404/500 pages (paths no view
 matched, crashes outside DRF) go through `handler404`/`handler500`, wired in latsite/urls.py.
 """
@@ -20,7 +20,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from latsite import errors
+from core import errors
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from latsite.addresses import ADDRESS_PATTERN
+from core.addresses import ADDRESS_PATTERN
 
 
 @extend_schema_field({"type": "string", "pattern": r"^\d+$", "example": "1000000000000000000"})

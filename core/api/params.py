@@ -9,8 +9,8 @@ from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 
-from latsite.addresses import ADDRESS_PATTERN, address_error, checksum, is_address
-from latsite.errors import InvalidInput
+from core.addresses import ADDRESS_PATTERN, address_error, checksum, is_address
+from core.errors import InvalidInput
 
 _INT_RE = re.compile(r"[0-9]+")
 

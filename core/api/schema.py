@@ -9,9 +9,9 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
-from latsite.api.conditional import CACHE_CONTROL, ConditionalReadMixin
-from latsite.api.errors import ERROR_CODES
-from latsite.api.fields import ErrorSerializer
+from core.api.conditional import CACHE_CONTROL, ConditionalReadMixin
+from core.api.errors import ERROR_CODES
+from core.api.fields import ErrorSerializer
 
 ALWAYS = ("unauthorized", "forbidden", "rate_limit_exceeded", "internal_server_error")
 
@@ -52,7 +52,7 @@ def _header(name: str, description: str, response: bool | list[int] = True) -> O
 
 
 _UNLESS = " Left out while the rate-limit store (Redis) is unreachable: limits then fail open."
-# The rate-limit headers of every answer of a rate-limited operation (latsite/api/throttling.py).
+# The rate-limit headers of every answer of a rate-limited operation (core/api/throttling.py).
 RATE_LIMIT_HEADERS = [
     _header("RateLimit-Limit", "Requests the current window allows this client." + _UNLESS),
     _header(
@@ -69,7 +69,7 @@ _REQUEST_ID = (
     "visible ASCII characters, else one the server made."
 )
 # X-Request-ID on every operation: optional in the request, always in the answer
-# (latsite.middleware.RequestIdMiddleware).
+# (core.middleware.RequestIdMiddleware).
 REQUEST_ID_HEADERS = [
     OpenApiParameter(
         "X-Request-ID",
@@ -91,7 +91,7 @@ REQUEST_ID_HEADERS = [
 ]
 
 
-# Conditional GET on the read operations (latsite/api/conditional.py).
+# Conditional GET on the read operations (core/api/conditional.py).
 CONDITIONAL_PARAMETERS = [
     OpenApiParameter(
         "If-None-Match",

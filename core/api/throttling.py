@@ -13,7 +13,7 @@ round trip (one pipeline of INCR and EXPIRE per window). A view may name cache k
 every request (`prefetch_cache_keys`: the read endpoints' data generation, for their ETags); they
 are read in that same round trip.
 
-Limits fail open: while Redis cannot be reached (latsite/redisguard.py) every request is let
+Limits fail open: while Redis cannot be reached (core/redisguard.py) every request is let
 through and the outage is logged at most once a minute per process.
 
 Every counted request carries its window in the headers (RateLimitHeadersMiddleware, from
@@ -38,7 +38,7 @@ from django.core.cache import cache
 from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
-from latsite import redisguard, telemetry
+from core import redisguard, telemetry
 
 UNITS = {
     "s": 1,
@@ -207,7 +207,7 @@ class FixedWindowThrottle(BaseThrottle):
         raise NotImplementedError
 
     def rejection_scope(self, ident: str) -> str:
-        """The `scope` label of a rejection (latsite/telemetry.py) by the identity counted."""
+        """The `scope` label of a rejection (core/telemetry.py) by the identity counted."""
         raise NotImplementedError
 
     def get_ident(self, request) -> str:

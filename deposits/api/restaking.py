@@ -20,15 +20,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.documents import CacheRead
+from core.api.fields import ErrorSerializer
+from core.api.params import address_path_parameter
+from core.api.schema import OPTIONAL_API_KEY, error_responses
+from core.api.throttling import SimulateThrottle, prefetched
+from core.errors import MalformedRequest
+from core.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 from deposits import restaking
 from deposits.api import restaking_serializers as s
-from latsite.api.documents import CacheRead
-from latsite.api.fields import ErrorSerializer
-from latsite.api.params import address_path_parameter
-from latsite.api.schema import OPTIONAL_API_KEY, error_responses
-from latsite.api.throttling import SimulateThrottle, prefetched
-from latsite.errors import MalformedRequest
-from latsite.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 
 TAG = "Direct Restaking"
 ERRORS = ("bad_request", "not_found", "unprocessable_entity", "rate_limit_exceeded")
@@ -119,7 +119,7 @@ def json_object_body(request: Request) -> dict[str, Any]:
 
 class _TargetReadAhead:
     """The LAT's deposit target is read from the document cache in the rate limit's round
-    trip to Redis (latsite.api.throttling.count_windows), not in one of its own."""
+    trip to Redis (core.api.throttling.count_windows), not in one of its own."""
 
     def prefetch_cache_keys(self, request) -> list[str]:
         return restaking.deposit_target_keys(self.kwargs.get("address", ""))  # type: ignore[attr-defined]

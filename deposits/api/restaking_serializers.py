@@ -13,9 +13,9 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
+from core.addresses import ADDRESS_PATTERN
+from core.api.fields import AddressOutField, UintStringField
 from deposits.restaking import AMOUNT_PATTERN, DepositSimulation
-from latsite.addresses import ADDRESS_PATTERN
-from latsite.api.fields import AddressOutField, UintStringField
 
 # --- request bodies -------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from latsite.api.fields import AddressOutField, UintStringField
+from core.api.fields import AddressOutField, UintStringField
 
 
 class DepositSerializer(serializers.Serializer):

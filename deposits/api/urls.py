@@ -1,10 +1,9 @@
 from django.urls import path
 
-from deposits.api import activity, restaking, views
+from deposits.api import restaking, views
 
 urlpatterns = [
     path("metrics/deposits", views.DepositListView.as_view(), name="deposit-list"),
-    path("wallets/<str:address>", activity.WalletView.as_view(), name="wallet"),
 ]
 
 # One LAT's routes: latsite/urls.py includes them after every app's fixed `lat/...` routes.
@@ -15,7 +14,4 @@ lat_urlpatterns = [
         restaking.DepositSimulateView.as_view(),
         name="lat-simulate-deposit",
     ),
-    path("lat/<str:address>/holders", activity.HolderListView.as_view(), name="lat-holders"),
-    path("lat/<str:address>/events", activity.EventListView.as_view(), name="lat-events"),
-    path("lat/<str:address>/status", activity.LatStatusView.as_view(), name="lat-status"),
 ]

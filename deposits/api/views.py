@@ -5,20 +5,20 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from deposits import selectors
-from deposits.api.serializers import DepositListSerializer
-from latsite.addresses import ADDRESS_PATTERN
-from latsite.api import cursors
-from latsite.api.conditional import ConditionalReadMixin
-from latsite.api.params import (
+from core.addresses import ADDRESS_PATTERN
+from core.api import cursors
+from core.api.conditional import ConditionalReadMixin
+from core.api.params import (
     parse_address,
     parse_skip,
     parse_take,
     skip_parameter,
     take_parameter,
 )
-from latsite.api.schema import OPTIONAL_API_KEY, error_responses
-from latsite.errors import InvalidInput
+from core.api.schema import OPTIONAL_API_KEY, error_responses
+from core.errors import InvalidInput
+from deposits import selectors
+from deposits.api.serializers import DepositListSerializer
 
 CURSOR_VERSION = "d1"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
-from latsite.api.fields import AddressOutField, NumberField, UintStringField, number_map
+from core.api.fields import AddressOutField, NumberField, UintStringField, number_map
 
 
 class LatTokenSerializer(serializers.Serializer):

@@ -4,17 +4,17 @@ from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, e
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from lats import selectors
-from lats.api import serializers as s
-from latsite.api.conditional import ConditionalReadMixin
-from latsite.api.documents import cached_document
-from latsite.api.params import (
+from core.api.conditional import ConditionalReadMixin
+from core.api.documents import cached_document
+from core.api.params import (
     address_path_parameter,
     parse_address,
     parse_toggle,
     toggle_parameter,
 )
-from latsite.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
+from core.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
+from lats import selectors
+from lats.api import serializers as s
 from metrics import selectors as metrics_selectors
 from operators import selectors as operator_selectors
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from latsite.api.fields import NumberField
+from core.api.fields import NumberField
 
 
 class HistoricalPointSerializer(serializers.Serializer):

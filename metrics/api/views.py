@@ -6,17 +6,17 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from lats.selectors import lat_get
-from latsite.api.conditional import ConditionalReadMixin
-from latsite.api.params import (
+from core.api.conditional import ConditionalReadMixin
+from core.api.params import (
     INSTANT_RANGE_TEXT,
     address_path_parameter,
     parse_address,
     parse_choice,
     parse_instant,
 )
-from latsite.api.schema import INSTANT_SCHEMA, OPTIONAL_API_KEY, READ_ERRORS, error_responses
-from latsite.errors import InvalidInput
+from core.api.schema import INSTANT_SCHEMA, OPTIONAL_API_KEY, READ_ERRORS, error_responses
+from core.errors import InvalidInput
+from lats.selectors import lat_get
 from metrics import selectors
 from metrics.api.serializers import HistoricalListSerializer, HistoricalPointSerializer
 

@@ -4,16 +4,16 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from lats.selectors import lat_get
-from latsite.addresses import ZERO_ADDRESS
-from latsite.api.conditional import ConditionalReadMixin
-from latsite.api.params import (
+from core.addresses import ZERO_ADDRESS
+from core.api.conditional import ConditionalReadMixin
+from core.api.params import (
     address_path_parameter,
     parse_address,
     parse_toggle,
     toggle_parameter,
 )
-from latsite.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
+from core.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
+from lats.selectors import lat_get
 from operators import selectors
 from operators.api import serializers as s
 

@@ -1,4 +1,4 @@
-"""lats/chain/deadline.py: JSON-RPC batches over HTTP within a total deadline, on kept-alive
+"""chain/deadline.py: JSON-RPC batches over HTTP within a total deadline, on kept-alive
 connections, in the caller's thread.
 
 anvil answers the real batches (expected values read with plain web3). The faults anvil cannot
@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
+from chain.deadline import DeadlineClient
+from chain.errors import ChainUnavailable
+from chain.transport import error_kind
 from devchain.anvil import AnvilNode, start_anvil
 from devchain.devnet import connect
-from lats.chain.deadline import DeadlineClient
-from lats.chain.errors import ChainUnavailable
-from lats.chain.transport import error_kind
 from tests.ports import closed_port_url
 from tests.trickling import TricklingServer
 

@@ -1,4 +1,4 @@
-"""lats/chain/depositcall.py against eth_abi: the calldata of deposit(address[],uint256[],address)
+"""chain/depositcall.py against eth_abi: the calldata of deposit(address[],uint256[],address)
 and its uint256[] answer, both ways, over generated inputs and at the edges."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from eth_utils import keccak
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lats.chain.depositcall import deposit_calldata, deposit_shares
+from chain.depositcall import deposit_calldata, deposit_shares
 
 SELECTOR = keccak(text="deposit(address[],uint256[],address)")[:4]
 UINT256_MAX = 2**256 - 1

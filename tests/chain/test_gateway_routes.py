@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from web3 import HTTPProvider, Web3
 
+from chain.abi import function
+from chain.errors import ChainCallReverted, ChainUnavailable
+from chain.gateway import Gateway, gateway_for, gateway_for_url
+from chain.results import Block, LatState, NodeAssetState, NodeState, TokenState
 from devchain.devnet import MULTICALL3_ADDRESS, install_multicall3, make_deposits
-from lats.chain.abi import function
-from lats.chain.errors import ChainCallReverted, ChainUnavailable
-from lats.chain.gateway import Gateway, gateway_for, gateway_for_url
-from lats.chain.results import Block, LatState, NodeAssetState, NodeState, TokenState
 
 if TYPE_CHECKING:
     from tests.conftest import Chain

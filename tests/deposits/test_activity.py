@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from deposits import activity_selectors, services
+from activity import indexer as services
+from activity import selectors as activity_selectors
 from deposits.models import DepositCheckpoint, Holder, HolderBucket, HolderTally
 from tests.chainreads import chain_balances, chain_events
 from tests.deposits.test_holder_rank import key_by_digits

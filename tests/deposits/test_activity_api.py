@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from deposits import activity_selectors
-from deposits.activity import activity_record, activity_remove_from_block
+from activity import selectors as activity_selectors
+from activity.store import activity_record, activity_remove_from_block
+from chain.activity import ActivityLog
 from deposits.models import HolderTally
-from lats.chain.activity import ActivityLog
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

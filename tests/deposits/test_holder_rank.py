@@ -16,9 +16,10 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
-from deposits import activity, activity_selectors
-from deposits.activity import activity_record, activity_remove_from_block
-from deposits.activity_selectors import holder_page
+from activity import selectors as activity_selectors
+from activity import store as activity
+from activity.selectors import holder_page
+from activity.store import activity_record, activity_remove_from_block
 from deposits.models import HolderBucket, HolderTally
 from tests import factories as f
 

@@ -18,6 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from eth_abi import encode as abi_encode
 from eth_utils import keccak, to_checksum_address
 
+from core.errors import MalformedRequest
 from deposits.api.restaking import DepositBodyParser
 from deposits.api.restaking_serializers import (
     DepositSimulationSerializer,
@@ -25,7 +26,6 @@ from deposits.api.restaking_serializers import (
 )
 from deposits.restaking import DepositSimulation
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
-from latsite.errors import MalformedRequest
 from tests import factories as f
 from tests.ports import closed_port_url
 
@@ -685,7 +685,7 @@ def test_the_target_is_read_in_the_rate_limits_round_trip(api, dataset, settings
     """Once the LAT's deposit target is cached, a request costs one round trip to Redis (the
     rate limit's counters and the target in one pipeline) and no query; after a write, that
     same trip finds the target stale, and the database is read once."""
-    from latsite.api import documents
+    from core.api import documents
     from tests.redistrips import redis_trips
 
     settings.RPC_URL = closed_port_url()

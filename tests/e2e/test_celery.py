@@ -27,7 +27,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from deposits.models import Deposit
 from devchain.devnet import write_manifests
 from lats.models import Lat, SyncStatus
-from latsite.schedules import DEFAULT_SCHEDULES, ensure_default_schedules
+from sync.schedules import DEFAULT_SCHEDULES, ensure_default_schedules
 from tests.chainreads import chain_deposit_count
 
 pytestmark = [pytest.mark.chain, pytest.mark.xdist_group("celery")]

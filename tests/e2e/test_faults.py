@@ -18,15 +18,15 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from activity.indexer import deposit_index
+from chain import gateway as gateway_module
+from chain.errors import ChainUnavailable
 from deposits.models import Deposit, DepositCheckpoint
-from deposits.services import deposit_index
 from devchain.anvil import start_anvil
 from devchain.devnet import connect, deposit_many, make_deposits, write_manifests
-from lats.chain import gateway as gateway_module
-from lats.chain.errors import ChainUnavailable
 from lats.models import Lat, LatToken, SyncStatus
-from latsite.refresh import refresh_state
 from operators.models import NodeAsset, StakerNode
+from sync.refresh import refresh_state
 from tests.storedcounts import assert_deposit_counts_match_rows
 
 pytestmark = [pytest.mark.django_db, pytest.mark.chain]

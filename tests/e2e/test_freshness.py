@@ -1,7 +1,7 @@
 """The freshness promise end to end (extensions.md, "Freshness"): a deposit is served by
 GET /metrics/deposits within 2 seconds of its block reaching the confirmation depth.
 
-The production pieces run for real: the head follower (latsite.follow.Follower, on a thread,
+The production pieces run for real: the head follower (sync.follow.Follower, on a thread,
 with the production poll interval and backoff), the API on a live server (pytest-django's
 `live_server`, asked over HTTP) and an anvil devnet. The chain keeps 2 confirmations here (the
 devnet's default is 0), so that the depth is exercised: each deposit is followed by `evm_mine`
@@ -31,7 +31,7 @@ from web3.logs import DISCARD
 
 from devchain.anvil import AnvilNode, start_anvil
 from devchain.devnet import connect, deploy_devnet, make_deposits, write_manifests
-from latsite.follow import Follower
+from sync.follow import Follower
 from tests.chainreads import chain_deposits, hexstr
 from tests.conftest import Chain
 from tests.following import Running

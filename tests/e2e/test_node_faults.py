@@ -14,17 +14,15 @@ import pytest
 from django.core.management import call_command
 from django.db.utils import DataError
 
+from activity.indexer import deposit_index
+from activity.indexing import READ_ATTEMPTS
+from chain.errors import ChainUnavailable
 from deposits.models import Deposit, DepositCheckpoint
-from deposits.services import deposit_index
-from deposits.tasks import index_deposits
 from devchain.devnet import load_artifacts, make_deposits, write_manifests
-from lats.chain.errors import ChainUnavailable
-from lats.indexing import READ_ATTEMPTS
 from lats.models import Avs, Lat, LatToken, SyncStatus, Token
-from lats.tasks import refresh_avs_metadata, refresh_lat_state
 from metrics.models import MetricSnapshot, RewardsCheckpoint, RewardSubmission
-from metrics.tasks import record_snapshot
 from operators.models import NodeAsset, StakerNode
+from sync.tasks import index_deposits, record_snapshot, refresh_avs_metadata, refresh_lat_state
 from tests.chainreads import chain_deposit_keys, chain_submissions, hexstr
 from tests.rpc_proxy import RpcProxy
 

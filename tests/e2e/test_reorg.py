@@ -13,11 +13,10 @@ import pytest
 from django.core.management import call_command
 
 from deposits.models import Deposit, DepositCheckpoint
-from deposits.tasks import index_deposits
 from devchain.devnet import make_deposits, write_manifests
 from lats.models import Lat, SyncStatus
 from metrics.models import RewardsCheckpoint, RewardSubmission
-from metrics.tasks import record_snapshot
+from sync.tasks import index_deposits, record_snapshot
 from tests.chainreads import chain_deposit_keys, chain_deposits, chain_submissions, hexstr
 from tests.served import served_deposits
 from tests.storedcounts import assert_deposit_counts_match_rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lats.values import BEACON_CHAIN_ETH
+from core.addresses import BEACON_CHAIN_ETH
 from tests import factories as f
 from tests.expected import eth_lat_json, native_lat_json
 

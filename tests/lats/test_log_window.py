@@ -1,9 +1,9 @@
-"""lats.chain.gateway.LogWindow: one eth_getLogs answer handed out per set of addresses, once
+"""chain.gateway.LogWindow: one eth_getLogs answer handed out per set of addresses, once
 each, within its block range and topics only (a retry reads the node again)."""
 
 from __future__ import annotations
 
-from lats.chain.gateway import LogWindow
+from chain.gateway import LogWindow
 
 A, B, C = "0x" + "a" * 40, "0x" + "B" * 40, "0x" + "c" * 40
 TOPICS = [["0x" + "1" * 64]]

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
+from core.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 from lats import metadata
 from lats.metadata import MetadataUnavailable, metadata_fetch
-from latsite.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 
 pytestmark = pytest.mark.django_db
 

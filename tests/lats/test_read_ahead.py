@@ -1,4 +1,4 @@
-"""lats.chain.gateway.read_ahead: the next item is produced while the consumer handles one,
+"""chain.gateway.read_ahead: the next item is produced while the consumer handles one,
 never more than `depth` ahead, errors arrive at their place, and an early stop stops it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from lats.chain.errors import ChainUnavailable
-from lats.chain.gateway import read_ahead, read_ahead_gathered
+from chain.errors import ChainUnavailable
+from chain.gateway import read_ahead, read_ahead_gathered
 
 
 class Source:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lats.values import BEACON_CHAIN_ETH
+from core.addresses import BEACON_CHAIN_ETH
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db

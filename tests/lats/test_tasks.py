@@ -10,12 +10,10 @@ from __future__ import annotations
 import pytest
 
 from deposits.models import Deposit
-from deposits.tasks import index_deposits
 from devchain.devnet import DEMO_LATS
 from lats.models import Avs, Lat, SyncStatus
-from lats.tasks import refresh_avs_metadata, refresh_lat_state
 from metrics.models import MetricSnapshot
-from metrics.tasks import record_snapshot
+from sync.tasks import index_deposits, record_snapshot, refresh_avs_metadata, refresh_lat_state
 from tests.chainreads import chain_deposit_count
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""The admin site as a whole: every app's models, and the third-party admins latsite/admin_site.py
+"""The admin site as a whole: every app's models, and the third-party admins core/admin_site.py
 re-registers. Every page answers, chain rows stay read-only, list and change pages cost the
 same whatever the row count, and every action asks for a permission."""
 
@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django_celery_beat.models import PeriodicTask
 
-from deposits.activity import activity_record
+from activity.store import activity_record
 from deposits.models import Deposit, DepositCheckpoint
 from deposits.services import deposit_record_events
 from lats.models import Avs, Lat, PriceFeed, SyncStatus, Token

@@ -16,9 +16,9 @@ import uuid
 import pytest
 from rest_framework_api_key.models import APIKey
 
-from latsite import redisguard
-from latsite.api import documents
-from latsite.api.conditional import CACHE_CONTROL
+from core import redisguard
+from core.api import documents
+from core.api.conditional import CACHE_CONTROL
 from tests import factories as f
 from tests.redisserver import cache_settings
 from tests.redistrips import redis_trips
@@ -237,7 +237,7 @@ def test_the_schema_documents_conditional_get(api):
 @pytest.fixture
 def redis_stopped(redis_server, settings):
     """The cache on this module's redis-server, which is then stopped: the generation is this
-    process's own (latsite/api/documents.py)."""
+    process's own (core/api/documents.py)."""
     redis_server.ensure_running()
     settings.CACHES = cache_settings(redis_server, settings)
     settings.REDIS_RETRY_AFTER = 5.0
@@ -319,8 +319,9 @@ def test_browsers_may_send_and_read_the_validator(api, dataset):
 def _indexer_writing(dataset, *, fail: bool):
     """Stands in for the chain reader only: stores a deposit as the indexer does (in bulk,
     through deposit_record_events), then returns its summary or fails."""
-    from deposits.services import IndexSummary, deposit_record_events
-    from lats.chain.errors import ChainUnavailable
+    from activity.indexer import IndexSummary
+    from chain.errors import ChainUnavailable
+    from deposits.services import deposit_record_events
 
     def deposit_index(*, lat, progress=None):
         deposit_record_events(lat=lat, events=[f.event(10, 0)])
@@ -333,8 +334,8 @@ def _indexer_writing(dataset, *, fail: bool):
 
 @pytest.mark.parametrize("fail", [False, True], ids=["indexed", "failed-after-a-range"])
 def test_deposits_indexed_in_bulk_change_the_tag(api, dataset, monkeypatch, fail):
-    from lats.chain.errors import ChainUnavailable
-    from latsite import refresh
+    from chain.errors import ChainUnavailable
+    from sync import refresh
 
     before = api.get("/metrics/deposits")
     assert before.json()["meta"]["total"] == 0

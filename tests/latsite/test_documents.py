@@ -8,8 +8,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django_redis import get_redis_connection
 
+from core.api.documents import _keys
 from lats.avs_metadata import avs_apply_metadata
-from latsite.api.documents import _keys
 from metrics.services import snapshot_record
 from tests import factories as f
 

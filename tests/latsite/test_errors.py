@@ -140,11 +140,11 @@ def test_unexpected_failure_is_500_without_internals(dataset, monkeypatch, caplo
     assert "postgres" not in error["message"]
     assert any("secret internals" in str(r.exc_info) for r in caplog.records if r.exc_info)
     # Logged once, with its traceback: not again by Django as a bare "Internal Server Error".
-    assert [r.name for r in caplog.records if r.levelno >= logging.ERROR] == ["latsite.api.errors"]
+    assert [r.name for r in caplog.records if r.levelno >= logging.ERROR] == ["core.api.errors"]
 
 
 def test_django_500_handler_answers_error_body(rf):
-    from latsite.api.errors import handler500
+    from core.api.errors import handler500
 
     response = handler500(rf.get("/x"))
     assert response.status_code == 500
@@ -270,7 +270,7 @@ def test_too_many_query_parameters_on_a_post_is_400(api, dataset):
 def test_suspicious_operation_inside_a_view_is_400():
     from django.core.exceptions import TooManyFieldsSent
 
-    from latsite.api.errors import exception_handler
+    from core.api.errors import exception_handler
 
     response = exception_handler(TooManyFieldsSent("x"), {})
     assert response.status_code == 400
@@ -336,7 +336,7 @@ def test_admin_csrf_failure_is_django_page():
 def test_html_error_from_a_library_becomes_the_error_body(rf):
     from django.http import HttpResponse
 
-    from latsite.middleware import JsonErrorPagesMiddleware
+    from core.middleware import JsonErrorPagesMiddleware
 
     def view(request):
         response = HttpResponse("<h1>Slow down</h1>", status=429)

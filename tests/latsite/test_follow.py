@@ -10,8 +10,8 @@ import pytest
 
 from devchain.devnet import make_deposits
 from lats.models import Lat
-from latsite.follow import FOLLOW_LOCK, Follower
-from latsite.refresh import STATE
+from sync.follow import FOLLOW_LOCK, Follower
+from sync.refresh import STATE
 from tests.chainreads import chain_deposits
 from tests.following import Running
 from tests.lockholder import Holder
@@ -128,9 +128,9 @@ def test_a_pause_without_a_deposit_is_served_as_status(imported, api):
 def test_one_eth_getlogs_for_every_lat_of_the_chain(imported, api, monkeypatch):
     """Once every LAT is near the head, a new block is read with one eth_getLogs over the
     contracts of all of them (the node's own answer, handed out per LAT)."""
+    from chain.activity import activity_topics
+    from chain.gateway import Gateway
     from deposits.selectors import lat_contracts
-    from lats.chain.activity import activity_topics
-    from lats.chain.gateway import Gateway
 
     chain = imported
     reads: list[tuple[list[str], int, int]] = []

@@ -15,10 +15,10 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from lats.chain.errors import ChainCallReverted, ChainUnavailable
+from chain.errors import ChainCallReverted, ChainUnavailable
+from core import redisguard
 from lats.models import SyncStatus
 from lats.sync_status import sync_status_failure
-from latsite import redisguard
 from tests import factories as f
 from tests.ports import closed_port
 from tests.redisserver import cache_settings

@@ -13,20 +13,24 @@ from __future__ import annotations
 import pytest
 from celery import signals
 
-from deposits.tasks import DEPOSITS_JOB, index_all_deposits, index_deposits
-from lats.chain.errors import ChainUnavailable
+from chain.errors import ChainUnavailable
 from lats.models import Lat, SyncStatus
-from lats.tasks import (
+from metrics.models import MetricSnapshot
+from sync.jobs import LAT_TASK_OPTIONS
+from sync.tasks import (
+    DEPOSITS_JOB,
     METADATA_JOB,
+    SNAPSHOT_JOB,
     STATE_JOB,
+    index_all_deposits,
+    index_deposits,
+    record_all_snapshots,
+    record_snapshot,
     refresh_all_avs_metadata,
     refresh_all_lat_states,
     refresh_avs_metadata,
     refresh_lat_state,
 )
-from latsite.jobs import LAT_TASK_OPTIONS
-from metrics.models import MetricSnapshot
-from metrics.tasks import SNAPSHOT_JOB, record_all_snapshots, record_snapshot
 from tests import factories as f
 from tests.lockholder import Holder
 from tests.ports import closed_port_url
@@ -157,12 +161,12 @@ def test_soft_time_limit_is_recorded_on_the_sync_status(dataset, monkeypatch):
     be made to strike at a chosen point of a real run, so the service raises it here.)"""
     from celery.exceptions import SoftTimeLimitExceeded
 
-    import latsite.refresh
+    import sync.refresh
 
     def too_slow(*, lat):
         raise SoftTimeLimitExceeded()
 
-    monkeypatch.setattr(latsite.refresh, "refresh_state", too_slow)
+    monkeypatch.setattr(sync.refresh, "refresh_state", too_slow)
     with pytest.raises(SoftTimeLimitExceeded):
         refresh_lat_state.run(dataset.eth_lat.id)
     status = SyncStatus.objects.get(lat=dataset.eth_lat, job="state")

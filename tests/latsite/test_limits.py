@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 from rest_framework_api_key.models import APIKey
 
-from latsite.api.throttling import (
+from core.api.throttling import (
     ClientRateThrottle,
     SimulateRateThrottle,
     SimulateThrottle,

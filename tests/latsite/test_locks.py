@@ -1,4 +1,4 @@
-"""The advisory lock of the refresh jobs (latsite/locks.py): one holder per (name, ids) across
+"""The advisory lock of the refresh jobs (core/locks.py): one holder per (name, ids) across
 database connections, released when the block ends or raises; the cache lock off PostgreSQL."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from latsite.locks import _cache_lock, advisory_lock, lock_key
+from core.locks import _cache_lock, advisory_lock, lock_key
 from tests.lockholder import Holder
 
 pytestmark = pytest.mark.django_db

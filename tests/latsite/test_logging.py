@@ -17,14 +17,14 @@ import pytest
 from celery import signals
 from django.test import Client
 
-from latsite.celery import app as celery_app
-from latsite.logs import (
+from core.logs import (
     current_request_id,
     logging_config,
     redact,
     sentry_before_breadcrumb,
     sentry_before_send,
 )
+from latsite.celery import app as celery_app
 from tests.logviews import NODE_URL, QUEUE, echo_request_id
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,5 @@
 """The LAT list and detail statements, prepared once per database connection
-(latsite.db.fetch_prepared), answer what the plain statements do, and the setting turns it off."""
+(core.db.fetch_prepared), answer what the plain statements do, and the setting turns it off."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from latsite.db import fetch_prepared
+from core.db import fetch_prepared
 
 pytestmark = pytest.mark.django_db
 

@@ -20,13 +20,13 @@ from drf_spectacular.generators import SchemaGenerator
 from prometheus_client.parser import text_string_to_metric_families
 from rest_framework_api_key.models import APIKey
 
+from chain.errors import ChainUnavailable
+from chain.gateway import gateway_for
+from core import telemetry
 from devchain.anvil import AnvilNode, start_anvil
-from lats.chain.errors import ChainUnavailable
-from lats.chain.gateway import gateway_for
 from lats.models import SyncStatus
-from lats.tasks import STATE_JOB, refresh_lat_state
-from latsite import telemetry
-from latsite.jobs import Step, run_step
+from sync.jobs import Step, run_step
+from sync.tasks import STATE_JOB, refresh_lat_state
 from tests import factories as f
 from tests.lockholder import Holder
 from tests.ports import closed_port_url
@@ -339,7 +339,7 @@ def test_batches_count_each_request_and_time_the_round_trip(node, settings):
 # --- multiprocess mode ---------------------------------------------------------------------------
 
 _WORKER = """
-from latsite import telemetry
+from core import telemetry
 telemetry.rate_limit_rejected("simulate")
 telemetry.rate_limit_rejected("simulate")
 telemetry.job_finished("tests.elsewhere", "failed", 0.5)

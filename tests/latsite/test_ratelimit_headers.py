@@ -12,7 +12,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework_api_key.models import APIKey
 
-from latsite import redisguard
+from core import redisguard
 from tests import factories as f
 from tests.redisserver import RedisServer, cache_settings
 

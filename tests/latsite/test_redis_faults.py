@@ -15,11 +15,11 @@ import redis
 from django.core.cache import cache
 from rest_framework_api_key.models import APIKey
 
+from core import redisguard
+from core.api import documents
+from core.api.throttling import _count
+from core.locks import _cache_lock, lock_key
 from deposits.services import deposit_record_events
-from latsite import redisguard
-from latsite.api import documents
-from latsite.api.throttling import _count
-from latsite.locks import _cache_lock, lock_key
 from tests import factories as f
 from tests.expected import eth_lat_json, native_lat_json
 from tests.redisserver import RedisServer, cache_settings
@@ -169,7 +169,7 @@ def test_every_endpoint_answers_from_the_database_during_an_outage(
         check(name, call(), expected)
     with own_redis.client() as client:
         assert any(k.startswith(b"lat:1:doc:") for k in client.keys())
-    caplog.set_level(logging.WARNING, logger="latsite.redisguard")
+    caplog.set_level(logging.WARNING, logger="core.redisguard")
 
     fault(own_redis, kind)
     elapsed = []
@@ -183,7 +183,7 @@ def test_every_endpoint_answers_from_the_database_during_an_outage(
     assert len(failures) == 1, failures  # only the first request of the outage paid
     if kind == "paused":
         assert elapsed[0] >= TIMEOUT * 0.9  # ... a read timeout
-    warnings = [r for r in caplog.records if r.name == "latsite.redisguard"]
+    warnings = [r for r in caplog.records if r.name == "core.redisguard"]
     assert len(warnings) == 1
     assert "rate limits fail open" in warnings[0].getMessage()
 
@@ -313,14 +313,14 @@ def test_a_stale_document_from_another_process_expires(api, dataset, own_redis, 
 def test_rate_limits_fail_open_and_warn_once(api, dataset, own_redis, settings, caplog):
     settings.RATE_LIMIT_ANON = "2/min"
     settings.REDIS_RETRY_AFTER = 0  # every request tries Redis again, and fails
-    caplog.set_level(logging.WARNING, logger="latsite.redisguard")
+    caplog.set_level(logging.WARNING, logger="core.redisguard")
     ip = f"10.9.{uuid.uuid4().int % 250}.7"
     own_redis.stop()
     codes = [api.get("/lat", REMOTE_ADDR=ip).status_code for _ in range(5)]
     assert codes == [200] * 5
     bad = api.get("/lat", REMOTE_ADDR=ip, HTTP_X_API_TOKEN="Ab12Cd34.unknown")
     assert bad.status_code == 401  # the bad-key limit fails open too
-    assert len([r for r in caplog.records if r.name == "latsite.redisguard"]) == 1
+    assert len([r for r in caplog.records if r.name == "core.redisguard"]) == 1
     own_redis.start()
     codes = [api.get("/lat", REMOTE_ADDR=ip).status_code for _ in range(3)]
     assert codes == [200, 200, 429]
@@ -329,10 +329,10 @@ def test_rate_limits_fail_open_and_warn_once(api, dataset, own_redis, settings, 
 def test_the_cache_lock_is_not_taken_when_the_cache_is_unreachable(own_redis, caplog):
     key = lock_key("cache-job", uuid.uuid4().hex)
     own_redis.stop()
-    caplog.set_level(logging.WARNING, logger="latsite.locks")
+    caplog.set_level(logging.WARNING, logger="core.locks")
     with _cache_lock(key) as acquired:
         assert acquired is False
-    assert any("not taken" in r.getMessage() for r in caplog.records if r.name == "latsite.locks")
+    assert any("not taken" in r.getMessage() for r in caplog.records if r.name == "core.locks")
     own_redis.start()
     redisguard.breaker.reset()
     with _cache_lock(key) as first, _cache_lock(key) as second:

@@ -1,4 +1,4 @@
-"""The default schedules in django-celery-beat (latsite/schedules.py): created by migrate, naming
+"""The default schedules in django-celery-beat (sync/schedules.py): created by migrate, naming
 registered tasks, created once, never undoing what ops changed, and followed by beat."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler
 
 from latsite.celery import app as celery_app
-from latsite.schedules import DEFAULT_SCHEDULES, ensure_default_schedules
+from sync.schedules import DEFAULT_SCHEDULES, ensure_default_schedules
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +20,7 @@ NAMES = [d.name for d in DEFAULT_SCHEDULES]
 
 
 def test_migrate_created_the_default_schedules():
-    """post_migrate (lats/apps.py) ran ensure_default_schedules when the test DB was built."""
+    """post_migrate (sync/apps.py) ran ensure_default_schedules when the test DB was built."""
     assert sorted(PeriodicTask.objects.filter(name__in=NAMES).values_list("name", flat=True)) == (
         sorted(NAMES)
     )

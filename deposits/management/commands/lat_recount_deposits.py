@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.addresses import checksum, is_address
 from deposits.services import deposit_recount
 from lats.models import Lat
-from latsite.addresses import checksum, is_address
 
 
 class Command(BaseCommand):

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from chain.errors import ChainError
+from chain.gateway import gateway_for_url
 from devchain.anvil import AnvilError, start_anvil
 from devchain.devnet import (
     DevnetError,
@@ -23,9 +25,7 @@ from devchain.devnet import (
     remove_multicall3,
     write_manifests,
 )
-from lats.chain.errors import ChainError
-from lats.chain.gateway import gateway_for_url
-from latsite.follow import Follower
+from sync.follow import Follower
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from lats.chain.gateway import gateway_for
+from chain.gateway import gateway_for
 from lats.manifests import (
     ManifestError,
     lat_import_manifests,

@@ -1,4 +1,4 @@
-"""python manage.py lat_follow [--chain ID ...] : follow each chain's head (latsite/follow.py).
+"""python manage.py lat_follow [--chain ID ...] : follow each chain's head (sync/follow.py).
 
 One thread per chain (default: every chain with a LAT at start). Stops on SIGINT or SIGTERM
 after the step under way.
@@ -12,7 +12,7 @@ import threading
 from django.core.management.base import BaseCommand, CommandError
 
 from lats.models import Lat
-from latsite.follow import Follower
+from sync.follow import Follower
 
 
 class Command(BaseCommand):

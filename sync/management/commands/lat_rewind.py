@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from chain.errors import ChainError
+from core.addresses import checksum, is_address
 from deposits.models import Deposit, Event
-from lats.chain.errors import ChainError
 from lats.models import Lat
-from latsite.addresses import checksum, is_address
-from latsite.refresh import RewindRefused, rewind_lat
 from metrics.models import RewardSubmission
+from sync.refresh import RewindRefused, rewind_lat
 
 
 class Command(BaseCommand):

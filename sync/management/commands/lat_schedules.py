@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand
 from django_celery_beat.models import PeriodicTask
 
-from latsite.schedules import DEFAULT_SCHEDULES, ensure_default_schedules
+from sync.schedules import DEFAULT_SCHEDULES, ensure_default_schedules
 
 
 class Command(BaseCommand):

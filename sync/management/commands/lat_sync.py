@@ -1,6 +1,6 @@
 """python manage.py lat_sync [--lat ADDRESS] : every refresh step once, in-process.
 
-The steps are the refresh pipeline's (latsite/refresh.py). Each LAT's failures are recorded on
+The steps are the refresh pipeline's (sync/refresh.py). Each LAT's failures are recorded on
 its sync status by the services, as in the Celery jobs. A node error (unreachable, another
 chain, a reorg too deep) or a lagging node is reported per LAT and the next LAT is synced; the
 command then exits with an error. Anything else propagates.
@@ -11,11 +11,11 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from lats.chain.errors import ChainError
-from lats.indexing import NodeLagging
+from chain.errors import ChainError
+from core.addresses import checksum, is_address
+from lats.checks import NodeLagging
 from lats.models import Lat
-from latsite.addresses import checksum, is_address
-from latsite.refresh import refresh_lat
+from sync.refresh import refresh_lat
 
 
 class Command(BaseCommand):

@@ -31,7 +31,9 @@ ERROR_CODES: dict[str, tuple[int, str, str]] = {
         "Bad request",
         "The body is not JSON, not a JSON object, not UTF-8, or not sent as "
         "application/json; the query string has more than 1,000 parameters; "
-        "or the HTTP method is not allowed on this path (405).",
+        "or the HTTP method is not allowed on this path (405); or the web server refused the "
+        "request before the API saw it: a request line longer than 4,094 bytes (414), header "
+        "fields too large (431), not HTTP/1.1 (400).",
     ),
     "unauthorized": (
         401,

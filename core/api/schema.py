@@ -18,12 +18,21 @@ ALWAYS = ("unauthorized", "forbidden", "rate_limit_exceeded", "internal_server_e
 
 def error_responses(*codes: str, always: tuple[str, ...] = ALWAYS) -> dict[int, OpenApiResponse]:
     """Responses for the given error codes, plus those any API endpoint can give: an unknown
-    (401) or disabled (403) API key, the rate limit (429) and 500."""
+    (401) or disabled (403) API key, the rate limit (429), a request line too long (414) and
+    500."""
     out: dict[int, OpenApiResponse] = {}
     for code in dict.fromkeys((*codes, *always)):
         status_code, _title, when = ERROR_CODES[code]
         out[status_code] = OpenApiResponse(ErrorSerializer, description=f"`{code}`: {when}")
+    out[414] = OpenApiResponse(ErrorSerializer, description=URI_TOO_LONG)
     return out
+
+
+# The web server's own refusal (latsite/gunicorn.py), before the API sees the request.
+URI_TOO_LONG = (
+    "`bad_request`: the request line (path and query string) is longer than the web server "
+    "accepts, 4,094 bytes by default (gunicorn's `--limit-request-line`)."
+)
 
 
 READ_ERRORS = ("not_found", "unprocessable_entity")

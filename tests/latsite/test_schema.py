@@ -82,6 +82,7 @@ def test_every_operation_documents_errors_and_parameters(schema):
         responses = operation["responses"]
         assert "500" in responses, (path, method)
         assert "429" in responses, (path, method)
+        assert "414" in responses, (path, method)  # the web server's, before the API
         if method == "post":
             assert "400" in responses, path
         if "{address}" in path:
@@ -93,8 +94,8 @@ def test_every_operation_documents_errors_and_parameters(schema):
 
 def test_ops_operations_take_no_key_and_document_their_answers(schema):
     health = schema["paths"]["/health"]["get"]
-    assert set(health["responses"]) == {"200", "503", "500"}
-    assert set(schema["paths"]["/version"]["get"]["responses"]) == {"200", "500"}
+    assert set(health["responses"]) == {"200", "503", "500", "414"}
+    assert set(schema["paths"]["/version"]["get"]["responses"]) == {"200", "500", "414"}
     for path in OPS:
         assert schema["paths"][path]["get"]["security"] == [{}], path
 

@@ -146,69 +146,76 @@ def logs_ceiling(
     return logs, time.perf_counter() - began
 
 
-def _consistency(rpc: str, lat) -> dict:
-    """The stored holders against the chain: their balances sum to totalSupply, the tally
-    counts them."""
-    import requests
-    from django.db.models import Count, Sum
-
-    from deposits.models import Event, Holder, HolderTally
-
-    call = {"to": lat.proxy_address, "data": "0x18160ddd"}  # totalSupply()
-    body = {"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [call, "latest"]}
-    supply = int(requests.post(rpc, json=body, timeout=60).json()["result"], 16)
-    holders = Holder.objects.filter(lat=lat, balance__gt=0)
-    tally = HolderTally.objects.get(lat=lat)
+def lat_contracts(lat) -> dict[str, str]:
+    """The LAT's three contracts the indexer reads, by contract name."""
+    names = ("LiquidToken", "LiquidTokenManager", "StakerNodeCoordinator")
     return {
-        "supply": supply,
-        "balances": int(holders.aggregate(s=Sum("balance"))["s"] or 0),
-        "holders": holders.count(),
-        "tally": tally.holders,
-        "types": dict(Event.objects.filter(lat=lat).values_list("type").annotate(n=Count("id"))),
+        n: lat.proxy_of(n[0].lower() + n[1:]) if i else lat.proxy_address
+        for i, n in enumerate(names)
     }
 
 
-def probe(rpc: str, manifest_path: str) -> dict:
-    """The ceiling (raw, then with the service's decoder) and the service's indexer (from
-    empty tables) over the same LAT and block ranges, twice each; then the consistency check."""
+def _holders(rpc: str, lat) -> dict:
+    """The stored holders against the chain: their balances sum to totalSupply, the tally
+    counts them; the events stored by type and the listing's counts against the rows."""
+    import requests
+    from django.db.models import Count, Sum
+
+    from deposits.models import Deposit, DepositCount, Event, Holder, HolderTally
+
+    call = {"to": lat.proxy_address, "data": "0x18160ddd"}  # totalSupply()
+    body = {"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [call, "latest"]}
+    holders = Holder.objects.filter(lat=lat, balance__gt=0)
+    counted = DepositCount.objects.filter(field="").values_list("n", flat=True)
+    return {
+        "supply": int(requests.post(rpc, json=body, timeout=60).json()["result"], 16),
+        "balances": int(holders.aggregate(s=Sum("balance"))["s"] or 0),
+        "holders": holders.count(),
+        "tally": HolderTally.objects.get(lat=lat).holders,
+        "types": dict(Event.objects.filter(lat=lat).values_list("type").annotate(n=Count("id"))),
+        "counts_ok": sum(counted) == Deposit.objects.count(),
+    }
+
+
+def probe(rpc: str, manifest_path: str, span: str, decoded: str = "") -> dict:
+    """The ceiling (with `decoded`, the service's decoder too) and the service's indexer, each
+    twice over the same LAT and `span`-block ranges, the LAT imported afresh before each
+    indexer run (so from empty tables, whatever else the database holds); then the checks, and
+    the LAT deleted (the database holds what it held before)."""
     import django
 
     django.setup()
     from activity.indexer import deposit_index
     from chain.activity import activity_decoder
     from chain.gateway import gateway_for_url
-    from deposits.models import Deposit, DepositCheckpoint, Event, Holder, HolderTally
+    from deposits.models import Deposit, Event
     from lats.manifests import lat_import_manifests, manifest_parse
 
     manifest = manifest_parse(json.loads(Path(manifest_path).read_text()), source=manifest_path)
     (lat,) = lat_import_manifests(manifests=[manifest])
-    head = gateway_for_url(rpc, timeout=300).head().number
-    contracts = {
-        "LiquidToken": lat.proxy_address,
-        "LiquidTokenManager": lat.proxy_of("liquidTokenManager"),
-        "StakerNodeCoordinator": lat.proxy_of("stakerNodeCoordinator"),
-    }
-    out: dict = {
-        "ceiling": [],
-        "decoded": [],
-        "indexer": [],
-        "blocks": head - lat.deployment_block + 1,
-    }
-    for kind, decode in (("ceiling", None), ("decoded", activity_decoder(contracts))):
-        for _ in range(2):
-            logs, seconds = logs_ceiling(rpc, contracts, lat.deployment_block, head, decode)
-            out[kind].append({"events": logs, "seconds": seconds})
+    head, contracts = gateway_for_url(rpc, timeout=300).head().number, lat_contracts(lat)
+    out: dict = {"blocks": head - lat.deployment_block + 1, "indexer": []}
+    decoders = {"ceiling": None, **({"decoded": activity_decoder(contracts)} if decoded else {})}
+    for kind, decode in decoders.items():
+        runs = [
+            logs_ceiling(rpc, contracts, lat.deployment_block, head, decode, int(span))
+            for _ in range(2)
+        ]
+        out[kind] = [{"events": logs, "seconds": seconds} for logs, seconds in runs]
     for _ in range(2):
-        for model in (Event, Holder, HolderTally, Deposit, DepositCheckpoint):
-            model.objects.all().delete()
+        lat.delete()
+        (lat,) = lat_import_manifests(manifests=[manifest])
         began = time.perf_counter()
-        summary = deposit_index(lat=lat, max_range=SPAN)
+        deposit_index(lat=lat, max_range=int(span))
         seconds = time.perf_counter() - began
-        stored = Event.objects.filter(lat=lat).count()
-        out["indexer"].append({"events": stored, "new": summary.new, "seconds": seconds})
-    out["check"] = _consistency(rpc, lat)
+        stored = {"events": Event.objects.filter(lat=lat).count(), "seconds": seconds}
+        out["indexer"].append({**stored, "deposits": Deposit.objects.filter(lat=lat).count()})
+    out["check"] = _holders(rpc, lat)
+    lat.delete()
     return out
 
 
-if __name__ == "__main__":  # the probe: python -m bench.activity_chain RPC_URL MANIFEST
-    print(json.dumps(probe(*sys.argv[1:3])))
+if (
+    __name__ == "__main__"
+):  # the probe: python -m bench.activity_chain RPC_URL MANIFEST SPAN [decoded]
+    print(json.dumps(probe(*sys.argv[1:])))

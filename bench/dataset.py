@@ -11,7 +11,7 @@ import datetime as dt
 import hashlib
 import json
 import os
-import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from bench import PYTHON, REPO
+from bench import REPO, python
 
 # Bump when the seeded world changes: the marker addresses change with it, forcing a reseed.
 DATASET_VERSION = 2
@@ -107,11 +107,7 @@ def connect(url: str, **kwargs) -> psycopg.Connection:
 
 def manage(env: dict[str, str], db_url: str, *args: str) -> None:
     """`manage.py <args>` in a subprocess on `db_url`."""
-    cmd = [PYTHON, "manage.py", *args]
-    env = {**env, "DATABASE_URL": db_url}
-    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+    python("manage.py", *args, "-v", "0", env={**env, "DATABASE_URL": db_url})
 
 
 def create_database(db_url: str, *, recreate: bool = False) -> None:
@@ -127,24 +123,14 @@ def create_database(db_url: str, *, recreate: bool = False) -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def _migration_files() -> dict[str, str]:
-    """The project's migration files and a hash of each."""
-    return {
+def _migrate(db_url: str, env: dict[str, str], log) -> None:
+    """Migrate: afresh when a migration applied to the database changed since (edited in place,
+    which `migrate` would not notice), then record the migration files' hashes as the
+    database's comment."""
+    files = {
         str(path.relative_to(REPO)): hashlib.sha256(path.read_bytes()).hexdigest()[:16]
         for path in sorted(REPO.glob("*/migrations/[0-9]*.py"))
     }
-
-
-def _migrate(db_url: str, env: dict[str, str], files: dict[str, str]) -> None:
-    """Migrate, and record the migration files on the database (as its comment)."""
-    manage(env, db_url, "migrate", "--noinput", "-v", "0")
-    comment = json.dumps(files, sort_keys=True).replace("'", "''")
-    with connect(db_url, autocommit=True) as conn:
-        conn.execute(f"COMMENT ON DATABASE \"{database_name(db_url)}\" IS '{comment}'")
-
-
-def _rewritten(db_url: str, files: dict[str, str]) -> list[str]:
-    """Migrations applied to the database whose files changed since (edited in place)."""
     with connect(db_url) as conn:
         comment, migrated = conn.execute(
             "SELECT shobj_description(oid, 'pg_database'), to_regclass('django_migrations')"
@@ -154,9 +140,14 @@ def _rewritten(db_url: str, files: dict[str, str]) -> list[str]:
         recorded = json.loads(comment) if comment else None
     except ValueError:
         recorded = None
-    if recorded is None:  # migrated by something else, or never: unknown
-        return ["not recorded"] if migrated else []
-    return [name for name, digest in recorded.items() if files.get(name) != digest]
+    rewritten = [n for n, digest in (recorded or {}).items() if files.get(n) != digest]
+    if rewritten or (migrated and recorded is None):  # or migrated by something else
+        log(f"dataset: migrations changed in place ({', '.join(rewritten)}); recreating")
+        create_database(db_url, recreate=True)
+    manage(env, db_url, "migrate", "--noinput")
+    comment = json.dumps(files, sort_keys=True).replace("'", "''")
+    with connect(db_url, autocommit=True) as conn:
+        conn.execute(f"COMMENT ON DATABASE \"{database_name(db_url)}\" IS '{comment}'")
 
 
 def _seeded(db_url: str, deposits: int) -> tuple[bool, list[str] | None]:
@@ -181,13 +172,9 @@ def prepare(db_url: str, env: dict[str, str], *, deposits: int, reseed: bool, lo
     New migrations are applied to the seeded data; a migration edited in place since the
     database was migrated (which `migrate` would not notice) makes it start afresh.
     """
-    name, files = database_name(db_url), _migration_files()
+    name = database_name(db_url)
     create_database(db_url, recreate=reseed)
-    rewritten = _rewritten(db_url, files)
-    if rewritten:
-        log(f"dataset: migrations changed in place ({', '.join(rewritten)}); recreating")
-        create_database(db_url, recreate=True)
-    _migrate(db_url, env, files)
+    _migrate(db_url, env, log)
     any_lat, lats = _seeded(db_url, deposits)
     if lats is not None:
         log(f"dataset: {name} already seeded ({deposits:,} deposits), reused")
@@ -195,7 +182,7 @@ def prepare(db_url: str, env: dict[str, str], *, deposits: int, reseed: bool, lo
     if any_lat:
         log(f"dataset: {name} holds another data set; recreating it")
         create_database(db_url, recreate=True)
-        _migrate(db_url, env, files)
+        _migrate(db_url, env, log)
     started = time.monotonic()
     setup_django(db_url, env)
     world = _seed_world(deposits)
@@ -238,27 +225,19 @@ def _seed_world(deposits: int) -> list[dict]:
     from operators.models import Operator
 
     with transaction.atomic():
-        tokens = {
-            symbol: Token.objects.create(
-                chain_id=CHAIN_ID,
-                address=address(f"token:{symbol}"),
-                symbol=symbol,
-                name=name,
-                decimals=decimals,
-                ref_id=1000 + i,
-                base_apy=Decimal(apy),
-            )
-            for i, (symbol, (name, decimals, _, apy, _)) in enumerate(TOKENS.items())
-        }
-        operators = [
-            Operator.objects.create(
-                chain_id=CHAIN_ID,
-                address=address(f"operator:{i}"),
+        tokens = {}
+        for i, (symbol, (name, decimals, _, apy, _)) in enumerate(TOKENS.items()):
+            tokens[symbol] = Token.objects.create(
+                chain_id=CHAIN_ID, address=address(f"token:{symbol}"), symbol=symbol, name=name,
+                decimals=decimals, ref_id=1000 + i, base_apy=Decimal(apy),
+            )  # fmt: skip
+        operators = []
+        for i in range(OPERATORS):
+            operators.append(Operator.objects.create(
+                chain_id=CHAIN_ID, address=address(f"operator:{i}"),
                 metadata_name=f"Operator {i:02d}" if i % 4 else "",
                 metadata_website=f"https://operator{i}.example" if i % 3 else "",
-            )
-            for i in range(OPERATORS)
-        ]
+            ))  # fmt: skip
         world = []
         for n, spec in enumerate(LATS):
             lat, avs = _seed_lat(n, spec, tokens)
@@ -274,56 +253,45 @@ def _seed_lat(n: int, spec: LatSpec, tokens: dict):
     from lats.models import Avs, FeeStructure, Lat
     from metrics.selectors import APY_WINDOWS
 
-    base = tokens.get(spec.base_symbol)
+    base, name = tokens.get(spec.base_symbol), spec.avs_name
     avs = Avs.objects.create(
-        chain_id=CHAIN_ID,
-        address=address(f"avs:{spec.avs_name}"),
-        metadata_name=spec.avs_name,
-        metadata_description=f"{spec.avs_name}, an actively validated service.",
-        metadata_website=f"https://{spec.avs_name.lower().replace(' ', '')}.example",
-        metadata_logo="https://avs.example/logo.png",
-        metadata_social="https://x.com/avs",
-        tags=["restaking", "avs"],
-        metadata_token_address=base.address if base else None,
-    )
-    unit_eth = _unit_eth(spec)
-    total_supply = _total_supply(spec)
+        chain_id=CHAIN_ID, address=address(f"avs:{name}"), metadata_name=name,
+        metadata_description=f"{name}, an actively validated service.",
+        metadata_website=f"https://{name.lower().replace(' ', '')}.example",
+        metadata_logo="https://avs.example/logo.png", metadata_social="https://x.com/avs",
+        tags=["restaking", "avs"], metadata_token_address=base.address if base else None,
+    )  # fmt: skip
+    supply, tag = _total_supply(spec), f"lat:{spec.symbol}"
     contracts = ("liquidToken", "liquidTokenManager", "stakerNodeCoordinator")
+    eigenlayer = ("delegation_manager", "strategy_manager", "rewards_coordinator", "avs_directory")
     lat = Lat.objects.create(
-        chain_id=CHAIN_ID,
-        proxy_address=address(f"lat:{spec.symbol}:proxy"),
-        implementation_address=address(f"lat:{spec.symbol}:impl"),
-        name=f"{spec.name} [bench v{DATASET_VERSION}]",
-        symbol=spec.symbol,
-        avs=avs,
+        chain_id=CHAIN_ID, proxy_address=address(f"{tag}:proxy"),
+        implementation_address=address(f"{tag}:impl"), symbol=spec.symbol, avs=avs,
+        name=f"{spec.name} [bench v{DATASET_VERSION}]", base_asset_symbol=spec.base_symbol,
         base_asset=BEACON_CHAIN_ETH if spec.base_symbol == "ETH" else base.address,
-        base_asset_symbol=spec.base_symbol,
-        max_nodes=spec.nodes + 4,
-        deployment_block=FIRST_BLOCK - 1000,
+        max_nodes=spec.nodes + 4, deployment_block=FIRST_BLOCK - 1000,
         contract_deployments={
-            kind: {name: address(f"lat:{spec.symbol}:{tag}:{name}") for name in contracts}
-            for kind, tag in (("implementation", "impl"), ("proxy", "proxy"))
+            kind: {name: address(f"{tag}:{short}:{name}") for name in contracts}
+            for kind, short in (("implementation", "impl"), ("proxy", "proxy"))
         },
-        delegation_manager=address("eigenlayer:delegationManager"),
-        strategy_manager=address("eigenlayer:strategyManager"),
-        rewards_coordinator=address("eigenlayer:rewardsCoordinator"),
-        avs_directory=address("eigenlayer:avsDirectory"),
-        total_assets=total_supply * 1023 // 1000,
-        total_supply=total_supply,
-        unit_eth_price=int(unit_eth * WAD),
+        **{field: address("eigenlayer:" + _camel(field)) for field in eigenlayer},
+        total_assets=supply * 1023 // 1000, total_supply=supply,
+        unit_eth_price=int(_unit_eth(spec) * WAD), state_block=FIRST_BLOCK + 2_700_000,
         apys={
             window: {
-                "apy": f"{2.0 + n * 0.4 + w * 0.05:.4f}",
-                "baseApy": "2.9",
-                "nativeApy": f"{0.3 + w * 0.01:.4f}",
-                "totalApy": f"{4.9 + n * 0.4 + w * 0.05:.4f}",
+                "apy": f"{2.0 + n * 0.4 + w * 0.05:.4f}", "baseApy": "2.9",
+                "nativeApy": f"{0.3 + w * 0.01:.4f}", "totalApy": f"{4.9 + n * 0.4 + w * 0.05:.4f}",
             }
             for w, window in enumerate(APY_WINDOWS)
         },
-        state_block=FIRST_BLOCK + 2_700_000,
-    )
+    )  # fmt: skip
     FeeStructure.objects.create(lat=lat, management_fee=Decimal("1.5"), performance_fee=10)
     return lat, avs
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
 
 
 def _unit_eth(spec: LatSpec) -> Decimal:
@@ -341,31 +309,23 @@ def _seed_holdings(n, spec, lat, avs, tokens, operators) -> list:
     from lats.models import LatToken
     from operators.models import NodeAsset, OperatorAvsSplit, StakerNode
 
-    links = [
-        LatToken.objects.create(
-            lat=lat,
-            token=tokens[symbol],
-            strategy_address=address(f"strategy:{symbol}"),
-            volatility_threshold=5 * 10**16,
+    links = []
+    for k, symbol in enumerate(spec.tokens):
+        decimals = TOKENS[symbol][1]
+        links.append(LatToken.objects.create(
+            lat=lat, token=tokens[symbol], strategy_address=address(f"strategy:{symbol}"),
+            volatility_threshold=5 * 10**16, decimals=decimals,
             price_per_unit=int(TOKENS[symbol][2] / _unit_eth(spec) * WAD),
-            decimals=TOKENS[symbol][1],
-            balance=(k + 3) * 37 * 10 ** TOKENS[symbol][1],
-            queued_balance=(k + 1) * 5 * 10 ** TOKENS[symbol][1],
-        )
-        for k, symbol in enumerate(spec.tokens)
-    ]
+            balance=(k + 3) * 37 * 10**decimals, queued_balance=(k + 1) * 5 * 10**decimals,
+        ))  # fmt: skip
     for i in range(spec.nodes):
         operator = None if i == spec.nodes - 1 else operators[(n * 5 + i) % OPERATORS]
         node = StakerNode.objects.create(
-            lat=lat,
-            address=address(f"lat:{spec.symbol}:node:{i}"),
-            node_id=i,
-            operator=operator,
-            created_at_block=FIRST_BLOCK + i * 1000,
+            lat=lat, address=address(f"lat:{spec.symbol}:node:{i}"), node_id=i, operator=operator,
+            created_at_block=FIRST_BLOCK + i * 1000, updated_at_block=FIRST_BLOCK + 2_000_000 + i,
             created_at=FIRST_BLOCK_AT + dt.timedelta(hours=i),
-            updated_at_block=FIRST_BLOCK + 2_000_000 + i,
             updated_at=FIRST_BLOCK_AT + dt.timedelta(days=300, hours=i),
-        )
+        )  # fmt: skip
         NodeAsset.objects.bulk_create(
             NodeAsset(
                 node=node,
@@ -379,9 +339,8 @@ def _seed_holdings(n, spec, lat, avs, tokens, operators) -> list:
         if operator is not None and i % 2 == 0:
             split = {"split_bips": 500 + 100 * (i % 5)}
             OperatorAvsSplit.objects.get_or_create(operator=operator, avs=avs, defaults=split)
-    DepositCheckpoint.objects.create(
-        lat=lat, block_number=FIRST_BLOCK + 2_700_000, block_hash="0x" + "ab" * 32
-    )
+    block, block_hash = FIRST_BLOCK + 2_700_000, "0x" + "ab" * 32
+    DepositCheckpoint.objects.create(lat=lat, block_number=block, block_hash=block_hash)
     return links
 
 
@@ -390,24 +349,17 @@ def _seed_snapshots(spec: LatSpec, lat, deposits: int) -> None:
     from metrics.models import MetricSnapshot
 
     supply, day0 = _total_supply(spec), dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
-    MetricSnapshot.objects.bulk_create(
-        MetricSnapshot(
-            lat=lat,
-            timestamp=day0 + dt.timedelta(days=d),
+    snapshots = []
+    for d in range(365):
+        snapshots.append(MetricSnapshot(
+            lat=lat, timestamp=day0 + dt.timedelta(days=d), total_supply=supply,
             block_number=FIRST_BLOCK + 1_400_000 + d * 7200,
-            total_assets=supply * (1000 + d // 16) // 1000,
-            total_supply=supply,
-            total_tvl_eth=Decimal(40_000 + d * 25),
-            staked_tvl_eth=Decimal(30_000 + d * 20),
-            unstaked_tvl_eth=Decimal(10_000 + d * 5),
-            apy=Decimal("2.5"),
-            base_apy=Decimal("2.9"),
-            native_apy=Decimal("0.3"),
-            total_apy=Decimal("5.4"),
-            total_users=int(deposits * spec.share * (d + 1) / 2000),
-        )
-        for d in range(365)
-    )
+            total_assets=supply * (1000 + d // 16) // 1000, total_tvl_eth=Decimal(40_000 + d * 25),
+            staked_tvl_eth=Decimal(30_000 + d * 20), unstaked_tvl_eth=Decimal(10_000 + d * 5),
+            apy=Decimal("2.5"), base_apy=Decimal("2.9"), native_apy=Decimal("0.3"),
+            total_apy=Decimal("5.4"), total_users=int(deposits * spec.share * (d + 1) / 2000),
+        ))  # fmt: skip
+    MetricSnapshot.objects.bulk_create(snapshots)
 
 
 DEPOSITS_SQL = """
@@ -452,30 +404,53 @@ ORDER BY k.block_number, k.log_index
 """
 
 
-def _drop_secondary(conn: psycopg.Connection, table: str) -> list[str]:
-    """Drop a table's indexes and constraints but its primary key; returns how to rebuild them."""
-    constraints = conn.execute(
-        "SELECT conname, pg_get_constraintdef(oid), conindid FROM pg_constraint"
-        " WHERE conrelid = %s::regclass AND contype IN ('u', 'f')",
-        [table],
-    ).fetchall()
-    backing = {indid for _, _, indid in constraints if indid}
-    indexes = conn.execute(
-        "SELECT i.indexrelid, c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i"
-        " JOIN pg_class c ON c.oid = i.indexrelid"
-        " WHERE i.indrelid = %s::regclass AND NOT i.indisprimary",
-        [table],
-    ).fetchall()
-    rebuild: list[str] = []
-    for name, definition, _ in constraints:
-        conn.execute(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"')
-        rebuild.append(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}')
-    for oid, name, definition in indexes:
-        if oid in backing:
-            continue
-        conn.execute(f'DROP INDEX "{name}"')
-        rebuild.append(definition)
-    return rebuild
+def bulk_insert(db_url: str, tables: tuple[str, ...], fill, log) -> None:
+    """Bulk-load practice: `fill(cursor)` runs with the secondary indexes and constraints of
+    `tables` dropped (the primary keys kept) and rebuilt after it, one sort each instead of an
+    index insertion per row, all in one transaction; then VACUUM ANALYZE, what autovacuum would
+    have done by now in production (statistics and a visibility map)."""
+    with connect(db_url) as conn, conn.cursor() as cur:
+        cur.execute("SET synchronous_commit = off; SET work_mem = '256MB'")
+        cur.execute("SET maintenance_work_mem = '512MB'")
+        rebuild = []
+        secondary = conn.execute(SECONDARY_SQL, {"tables": list(tables)}).fetchall()
+        for table, name, definition, kind in secondary:
+            drop = "ALTER TABLE {} DROP CONSTRAINT" if kind == "c" else "DROP INDEX"
+            cur.execute(f'{drop.format(table)} "{name}"')
+            rebuild.append(
+                f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}'
+                if kind == "c"
+                else definition
+            )
+        started = time.monotonic()
+        fill(cur)
+        inserted = time.monotonic()
+        for statement in rebuild:
+            cur.execute(statement)
+        conn.commit()
+    with connect(db_url, autocommit=True) as conn:
+        vacuum = time.monotonic()
+        for table in tables:
+            conn.execute(f"VACUUM (ANALYZE) {table}")
+        conn.execute("ANALYZE")
+    log(
+        f"dataset: {', '.join(tables)} filled in {inserted - started:.1f} s, {len(rebuild)} "
+        f"indexes and constraints rebuilt in {vacuum - inserted:.1f} s, VACUUM ANALYZE in "
+        f"{time.monotonic() - vacuum:.1f} s"
+    )
+
+
+# The secondary indexes and constraints (unique, foreign keys) of some tables: kind "c" for a
+# constraint, "i" for an index that backs none.
+SECONDARY_SQL = """
+SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid), 'c' FROM pg_constraint
+WHERE conrelid = ANY(%(tables)s::regclass[]) AND contype IN ('u', 'f')
+UNION ALL
+SELECT indrelid::regclass::text, c.relname, pg_get_indexdef(indexrelid), 'i'
+FROM pg_index JOIN pg_class c ON c.oid = indexrelid
+WHERE indrelid = ANY(%(tables)s::regclass[]) AND NOT indisprimary
+  AND indexrelid NOT IN (SELECT conindid FROM pg_constraint WHERE contype IN ('u', 'f'))
+"""
 
 
 SETUP_SQL = """
@@ -501,7 +476,12 @@ def _seed_deposits(db_url: str, world: list[dict], deposits: int, log) -> None:
             # shares (1e18) per smallest token unit: to the unit of account, 1:1 supply
             factor = Decimal(10) ** (18 - link.decimals) * Decimal(link.price_per_unit) / WAD
             assets.append((pos, k, link.token.address, max_whole, 10**link.decimals, factor))
-    with connect(db_url) as conn, conn.cursor() as cur:
+    sql = DEPOSITS_SQL.format(
+        n=deposits, first_block=FIRST_BLOCK, first_at=FIRST_BLOCK_AT.isoformat(),
+        pool=ADDRESS_POOL, whale=WHALE_SHARE,
+    )  # fmt: skip
+
+    def fill(cur) -> None:
         cur.execute(SETUP_SQL)
         with cur.copy("COPY bench_addr (idx, address) FROM STDIN") as copy:
             for i in range(ADDRESS_POOL + 1):
@@ -510,35 +490,121 @@ def _seed_deposits(db_url: str, world: list[dict], deposits: int, log) -> None:
         cur.executemany("INSERT INTO bench_asset VALUES (%s, %s, %s, %s, %s, %s)", assets)
         cur.execute("ANALYZE bench_addr; ANALYZE bench_lat; ANALYZE bench_asset")
         cur.execute("SELECT setseed(0.4242)")
-        started = time.monotonic()
-        # Bulk-load practice: drop the secondary indexes and constraints, insert, rebuild them
-        # (one sort each instead of a million index insertions), all in one transaction.
-        rebuild = _drop_secondary(conn, "deposits_deposit")
-        first_at, pool = FIRST_BLOCK_AT.isoformat(), ADDRESS_POOL
-        cur.execute(
-            DEPOSITS_SQL.format(
-                n=deposits, first_block=FIRST_BLOCK, first_at=first_at, pool=pool, whale=WHALE_SHARE
-            )
-        )
-        inserted = time.monotonic()
-        for statement in rebuild:
-            cur.execute(statement)
-        conn.commit()
-        log(
-            f"dataset: inserted {deposits:,} deposits in {inserted - started:.1f} s, "
-            f"rebuilt {len(rebuild)} indexes and constraints in {time.monotonic() - inserted:.1f} s"
-        )
-    with connect(db_url, autocommit=True) as conn:
-        started = time.monotonic()
-        # What autovacuum would have done by now in production: statistics and a visibility map.
-        conn.execute("VACUUM (ANALYZE) deposits_deposit")
-        conn.execute("ANALYZE")
-        log(f"dataset: VACUUM ANALYZE in {time.monotonic() - started:.1f} s")
+        cur.execute(sql)
+
+    bulk_insert(db_url, ("deposits_deposit",), fill, log)
+
+
+# --- the activity section's holders and events -----------------------------------------------
+
+HOLDERS = 100_000
+FORMER = 5_000  # rows at a zero balance: held once, not holders (not listed, not counted)
+EVENTS = 1_000_000
+ACTIVITY_TABLES = ("deposits_event", "deposits_holder", "deposits_holdertally")
+ACTIVITY_TABLES += ("deposits_holderbucket",)
+
+HOLDERS_SQL = """
+INSERT INTO deposits_holder (lat_id, address, balance, first_block)
+SELECT %(lat)s,
+       '0x' || substr(md5('holder' || i) || md5('redloh' || i), 1, 40),
+       CASE WHEN i < %(holders)s
+            THEN floor(power(random(), 4) * 1e24)::numeric + 1 + (i %% 3) ELSE 0 END,
+       %(first)s + floor(random() * 2500000)::bigint
+FROM generate_series(0, %(holders)s + %(former)s - 1) AS i
+"""
+
+# Four events a block; the mix of a busy LAT: deposits with their mints, transfers, some
+# burns, and the rare others. Addresses lower-case (the feed serves args as stored).
+EVENTS_SQL = """
+INSERT INTO deposits_event
+    (lat_id, block_number, log_index, tx_hash, block_hash, created_at, type, args)
+SELECT %(lat)s, b, li,
+       '0x' || md5('tx' || g) || md5('xt' || g), '0x' || md5('b' || b) || md5('h' || b),
+       timestamptz '2024-06-01T00:00:00Z' + (b - %(first)s) * interval '12 seconds', kind,
+       CASE WHEN kind = 'deposit' THEN jsonb_build_object('sender', a1, 'receiver', a1,
+                'asset', %(asset)s::text, 'amount', v::text, 'shares', (v * 99 / 100)::text)
+            WHEN kind IN ('mint', 'transfer', 'burn') THEN jsonb_build_object(
+                'from', CASE WHEN kind = 'mint' THEN %(zero)s::text ELSE a2 END,
+                'to', CASE WHEN kind = 'burn' THEN %(zero)s::text ELSE a1 END, 'value', v::text)
+            WHEN kind = 'priceUpdated' THEN jsonb_build_object('token', %(asset)s::text,
+                'oldPrice', '1000000000000000000', 'newPrice', '1001000000000000000',
+                'updater', a2)
+            WHEN kind = 'nodeDelegated' THEN jsonb_build_object('nodeId', g %% 12,
+                'operator', a2)
+            ELSE jsonb_build_object('account', a2) END
+FROM (
+    SELECT g, %(first)s + g / 4 AS b, (g %% 4) * 3 AS li, r,
+           CASE WHEN r < 0.32 THEN 'deposit' WHEN r < 0.64 THEN 'mint'
+                WHEN r < 0.94 THEN 'transfer' WHEN r < 0.98 THEN 'burn'
+                WHEN r < 0.99 THEN 'priceUpdated' WHEN r < 0.995 THEN 'nodeDelegated'
+                WHEN r < 0.9975 THEN 'paused' ELSE 'unpaused' END AS kind,
+           '0x' || substr(md5('holder' || (g::bigint * 7919 %% %(holders)s)) ||
+                          md5('redloh' || (g::bigint * 7919 %% %(holders)s)), 1, 40) AS a1,
+           '0x' || substr(md5('holder' || (g::bigint * 104729 %% %(holders)s)) ||
+                          md5('redloh' || (g::bigint * 104729 %% %(holders)s)), 1, 40) AS a2,
+           (floor(random() * 1e21)::numeric + 1) AS v
+    FROM (SELECT g, random() AS r FROM generate_series(0, %(events)s - 1) AS g) raw
+) e
+ORDER BY b, li
+"""
+
+# The tally, and the holders' rank buckets as the indexer keeps them: width_bucket over the
+# buckets' floors (deposits.models.holder_bucket_floors) is each balance's key.
+COUNTS_SQL = """
+INSERT INTO deposits_holdertally (lat_id, holders, ever)
+SELECT %(lat)s, count(*) FILTER (WHERE balance > 0), count(*)
+FROM deposits_holder WHERE lat_id = %(lat)s;
+INSERT INTO deposits_holderbucket (lat_id, key, holders)
+SELECT %(lat)s, width_bucket(balance, %(floors)s::numeric[]), count(*)
+FROM deposits_holder WHERE lat_id = %(lat)s AND balance > 0 GROUP BY 2
+"""
+
+# Whether the tables hold exactly this data set, for this LAT.
+LOADED_SQL = """
+SELECT (SELECT count(*) FROM deposits_event),
+       (SELECT count(*) FROM deposits_event WHERE lat_id = %(lat)s),
+       (SELECT count(*) FROM deposits_holder),
+       (SELECT holders FROM deposits_holdertally WHERE lat_id = %(lat)s),
+       (SELECT sum(holders) FROM deposits_holderbucket WHERE lat_id = %(lat)s)
+"""
+
+
+def prepare_activity(db_url: str, proxy_address: str, log) -> float | None:
+    """HOLDERS holders (and FORMER former ones at a zero balance) with their tally and rank
+    buckets, and EVENTS events, of the LAT, loaded unless the tables already hold exactly them:
+    the seconds it took, or None when reused."""
+    from deposits.models import holder_bucket_floors
+
+    with connect(db_url) as conn:
+        lat_id, asset = conn.execute(
+            "SELECT l.id, lower(t.address) FROM lats_lat l"
+            " JOIN lats_lattoken lt ON lt.lat_id = l.id JOIN lats_token t ON t.id = lt.token_id"
+            " WHERE l.proxy_address = %s ORDER BY lt.id LIMIT 1",
+            [proxy_address],
+        ).fetchone()
+        if conn.execute(LOADED_SQL, {"lat": lat_id}).fetchone() == (
+            EVENTS, EVENTS, HOLDERS + FORMER, HOLDERS, HOLDERS
+        ):  # fmt: skip
+            log(f"activity: {EVENTS:,} events and {HOLDERS:,} holders already loaded, reused")
+            return None
+    params = {
+        "lat": lat_id, "holders": HOLDERS, "former": FORMER, "events": EVENTS,
+        "first": FIRST_BLOCK, "asset": asset, "zero": "0x" + "0" * 40,
+        "floors": [str(floor) for floor in holder_bucket_floors()],
+    }  # fmt: skip
+    started = time.monotonic()
+
+    def fill(cur) -> None:
+        cur.execute(f"TRUNCATE {', '.join(ACTIVITY_TABLES)}")
+        cur.execute("SELECT setseed(0.1717)")
+        for sql in (HOLDERS_SQL, EVENTS_SQL, *COUNTS_SQL.split(";")):
+            cur.execute(sql, params)
+
+    bulk_insert(db_url, ACTIVITY_TABLES, fill, log)
+    return time.monotonic() - started
 
 
 if __name__ == "__main__":  # python -m bench.dataset DATABASE_URL DEPOSITS: prepare it here
     # (A section whose process already set Django up on another database seeds this way.)
-    import sys
-
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "latsite.settings")
     prepare(sys.argv[1], dict(os.environ), deposits=int(sys.argv[2]), reseed=False, log=print)

@@ -14,6 +14,7 @@ import math
 import multiprocessing
 import os
 import resource
+import statistics
 import subprocess
 import time
 from collections.abc import Callable
@@ -75,6 +76,18 @@ class LoadResult:
             f"{self.rps:,.0f} req/s, p50 {self.p50_ms:.2f} ms, p99 {self.p99_ms:.2f} ms, "
             f"{self.errors} errors, other CPU {other} cores"
         )
+
+
+def merge(loads: list[LoadResult]) -> LoadResult:
+    """One result of several runs of one URL: requests, errors and seconds summed, the median of
+    the runs' percentiles (percentiles of different runs cannot be merged exactly)."""
+    summed = (sum(getattr(r, k) for r in loads) for k in ("seconds", "requests", "non200"))
+    ms = (statistics.median(getattr(r, f"p{q}_ms") for r in loads) for q in (50, 90, 99))
+    first, caps = loads[0], sum(r.max_requests for r in loads)
+    errors = sum(r.socket_errors for r in loads)
+    return LoadResult(
+        first.url, first.connections, *summed, errors, *ms, max(r.max_ms for r in loads), caps
+    )
 
 
 def run(urls: list[str], *, tool: str, body: bytes | None = None, **settings) -> list[LoadResult]:

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import dataset
-from bench.context import Context, SectionResult
+from bench.context import Context, SectionResult, table
 
 SECTIONS = {
     name: importlib.import_module(f"bench.sections.{name}")
@@ -134,18 +134,7 @@ def facts(title: str, items: dict[str, str]) -> str:
 
 
 def report(result: SectionResult) -> str:
-    parts = [f"== {result.name}: {result.title} =="]
-    if result.rows:
-        cells = [result.columns, *result.rows]
-        widths = [max(len(str(x)) for x in col) for col in zip(*cells, strict=False)]
-        lines = [
-            "  ".join(
-                str(c).ljust(w) if i == 0 else str(c).rjust(w)
-                for i, (c, w) in enumerate(zip(row, widths, strict=False))
-            ).rstrip()
-            for row in cells
-        ]
-        parts += [lines[0], "  ".join("-" * w for w in widths), *lines[1:]]
+    parts = [f"== {result.name}: {result.title} ==", *table(result.columns, result.rows)]
     if result.targets:
         parts += ["", "Targets:"]
         for target in result.targets:

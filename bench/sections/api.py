@@ -12,10 +12,9 @@ import json
 import statistics
 import time
 
-from bench import dataset, load
-from bench.context import Context, SectionResult, Target
+from bench import dataset
+from bench.context import Context, SectionResult, Server
 from bench.load import LoadResult, children_of
-from bench.server import Server
 
 TITLE = "HTTP read endpoints under load (gunicorn, bench database)"
 DEEP_SKIP = 900_000
@@ -115,15 +114,39 @@ def smoke(ctx: Context, name: str, status: int, body: bytes) -> str | None:
 
 
 def run(ctx: Context, result: SectionResult) -> None:
-    result.columns = COLUMNS
     paths = endpoints(ctx)
-    measured = _measure(ctx, result, paths)
-    baselines = [measured[n] for n in ("baseline", "baseline (again)") if n in measured]
-    baseline_rps = statistics.mean(b.rps for b in baselines) if baselines else 0.0
-    paired = [(_paired(k, n), paths[n]) for k, pair in enumerate(PAIRS) for n in pair]
-    rows = [*_ordered(paths).items(), *paired]
-    for name, path in [*rows, ("baseline (again)", paths["baseline"])]:
-        result.rows.append(_row(name, path, measured.get(name), baseline_rps))
+    rows = {}  # each uncached row after the cached one of its endpoint
+    for name, path in paths.items():
+        rows[name] = path
+        rows.update((row, path) for row, of in UNCACHED.items() if of == name)
+    with ctx.server() as cached, ctx.server(DOCUMENT_CACHE_SECONDS="0") as uncached:
+
+        def check(name: str, server: Server, path: str) -> str | None:
+            """The smoke check; an uncached answer must also be the cached one, byte for byte."""
+            status, body = server.get(path)
+            if (
+                problem := smoke(ctx, UNCACHED.get(name, name), status, body)
+            ) or name not in UNCACHED:
+                return problem
+            if (other := cached.get(path)) != (status, body):
+                return (
+                    f"{name}: the uncached answer differs from the cached one: {other[1][:200]!r}"
+                )
+            return None
+
+        plan = {
+            name: (uncached if name in UNCACHED else cached, path) for name, path in rows.items()
+        }
+        measured = pages(ctx, result, plan, PAIRS, check)
+        if ctx.args.explain:
+            result.notes.extend(_explain(ctx))
+    report(
+        result,
+        rows,
+        PAIRS,
+        measured,
+        lambda name: MIN_UNCACHED_RATIO if name in UNCACHED else MIN_RATIO,
+    )
     result.notes.append(
         "\nvs baseline: req/s over the mean of the two baseline runs. CPU: cores used by the "
         "gunicorn workers / the PostgreSQL backends / the load generator / everything else on "
@@ -139,6 +162,65 @@ def run(ctx: Context, result: SectionResult) -> None:
         "latencies under identical conditions; the CPU column is the pair's. Cursor pages "
         "follow a cursor a client holds after that many records (read from the database)."
     )
+
+
+# --- what `activity` shares: pages measured, interleaved with the baseline, and judged -------
+
+
+def _paired(k: int, name: str) -> str:
+    return f"{name} (pair {k + 1})"
+
+
+def pages(ctx: Context, result: SectionResult, plan: dict, pairs, smoke) -> dict[str, LoadResult]:
+    """Each endpoint of `plan` ({name: (server, path)}, "baseline" first) alone after its smoke
+    check (`smoke(name, server, path)`: why the answer is wrong, or None), each pair of first
+    and deep pages together (half the connections each: both see the same machine at the same
+    moment), the baseline again; then each endpoint interleaved with the baseline for the
+    ratio targets (ROUNDS rounds of ROUND_SECONDS s, the order alternating)."""
+    runs = [[(name, name)] for name in plan]
+    runs += [[(_paired(k, n), n) for n in pair] for k, pair in enumerate(pairs)]
+    measured: dict[str, LoadResult] = {}
+    for run in [*runs, [("baseline (again)", "baseline")]]:
+        server, started = plan[run[0][1]][0], time.monotonic()
+        if len(run) == 1 and (problem := smoke(run[0][1], *plan[run[0][1]])):
+            result.failures.append(problem)
+            ctx.log(f"{result.name}: {problem}")
+            continue
+        if not all(n in measured for _, n in run[1:] or ()):
+            continue
+        urls = [server.url(plan[n][1]) for _, n in run]
+        warmup = ctx.args.warmup if len(run) == 1 else 0.0
+        pids = {"server": children_of(server.process.pid)}  # whichever server started last
+        for (label, n), load in zip(run, ctx.measure(urls, warmup=warmup, pids=pids), strict=True):
+            measured[label] = load
+            ctx.log(
+                f"{result.name}: {label}: {load.summary()} ({time.monotonic() - started:.0f} s)"
+            )
+            result.check(f"{label} ({plan[n][1]})", load, server)
+    base, base_path = plan["baseline"]
+    for name, (server, path) in list(plan.items())[1:]:
+        if name in measured:
+            sides = [(base.url(base_path), None), (server.url(path), None)]
+            theirs, mine = ctx.interleave(sides, rounds=ROUNDS, duration=ROUND_SECONDS)
+            measured[f"{name} (interleaved)"] = mine
+            measured[f"baseline (interleaved with {name})"] = theirs
+            result.check(f"{name} interleaved with the baseline", mine, server)
+            ctx.log(
+                f"{result.name}: {name} interleaved: {mine.rps / theirs.rps:.1%} of the baseline"
+            )
+    return measured
+
+
+def report(result: SectionResult, paths: dict[str, str], pairs, measured, minimum) -> None:
+    """The rows, the warnings, the ratio targets (at least `minimum(name)` of the baseline's
+    req/s) and the depth targets (the deep page's p50 within MAX_DEEP_P50_FACTOR of the
+    first's)."""
+    result.columns = COLUMNS
+    baselines = [measured[n] for n in ("baseline", "baseline (again)") if n in measured]
+    baseline_rps = statistics.mean(b.rps for b in baselines) if baselines else 0.0
+    paired = [(_paired(k, n), paths[n]) for k, pair in enumerate(pairs) for n in pair]
+    for name, path in [*paths.items(), *paired, ("baseline (again)", paths["baseline"])]:
+        result.rows.append(_row(name, path, measured.get(name), baseline_rps))
     if len(baselines) == 2:
         drift = abs(baselines[0].rps - baselines[1].rps) / max(b.rps for b in baselines)
         if drift > 0.10:
@@ -148,127 +230,23 @@ def run(ctx: Context, result: SectionResult) -> None:
             )
     usages = {name: load.cpu for name, load in measured.items()}
     result.warn_busy(usages, "req/s figures are disturbed (req/CPU-s less so)")
-    if baseline_rps:
-        for name in list(_ordered(paths))[1:]:
-            minimum = MIN_UNCACHED_RATIO if name in UNCACHED else MIN_RATIO
-            together = interleaved_runs(measured, name)
-            result.targets.append(
-                _ratio_target(name, measured.get(name), baselines, together, minimum=minimum)
-            )
-    for k, pair in enumerate(PAIRS):
-        if all(n in measured for n in pair):
-            result.targets.append(_depth_target(measured, k, pair))
-
-
-def _paired(k: int, name: str) -> str:
-    return f"{name} (pair {k + 1})"
-
-
-def _ordered(paths: dict[str, str]) -> dict[str, str]:
-    """The endpoints in the order they are measured and printed: each uncached row after the
-    cached one of its endpoint."""
-    out: dict[str, str] = {}
-    for name, path in paths.items():
-        out[name] = path
-        out.update((row, path) for row, of in UNCACHED.items() if of == name)
-    return out
-
-
-def _measure(ctx: Context, result: SectionResult, paths: dict[str, str]) -> dict[str, LoadResult]:
-    """Each endpoint alone (after a smoke request), each pair of first and deep pages together
-    (half the connections each: both see the same machine), then the baseline again. The
-    uncached rows go to the second server (the first idles meanwhile, and the other way
-    round)."""
-    pairs = [("paired", str(k)) for k in range(len(PAIRS))]
-    plan = [*_ordered(paths).items(), *pairs, ("baseline (again)", paths["baseline"])]
-    measured: dict[str, LoadResult] = {}
-    with ctx.server() as cached, ctx.server(DOCUMENT_CACHE_SECONDS="0") as uncached:
-        for name, path in plan:
-            server = uncached if name in UNCACHED else cached
-            started = time.monotonic()
-            if name == "paired":
-                k = int(path)
-                if not all(n in measured for n in PAIRS[k]):
-                    continue
-                runs = [(_paired(k, n), paths[n]) for n in PAIRS[k]]
-                urls, warmup = [server.url(p) for _, p in runs], 0.0
-            else:
-                problem = _smoke(ctx, name, path, server, cached)
-                if problem:
-                    result.failures.append(problem)
-                    ctx.log(f"api: {problem}")
-                    continue
-                runs, urls, warmup = [(name, path)], [server.url(path)], ctx.args.warmup
-            # Whichever server ctx.server() started last, this one's workers are "server".
-            loads = ctx.measure(
-                urls, warmup=warmup, pids={"server": children_of(server.process.pid)}
-            )
-            for (label, path), load in zip(runs, loads, strict=True):
-                measured[label] = load
-                ctx.log(f"api: {label}: {load.summary()} ({time.monotonic() - started:.0f} s)")
-                result.check(f"{label} ({path})", load, server)
-        for name, path in list(_ordered(paths).items())[1:]:
-            if name in measured:
-                server = uncached if name in UNCACHED else cached
-                ratio = interleave(
-                    ctx, measured, name, cached.url(paths["baseline"]), server.url(path)
-                )
-                ctx.log(f"api: {name} interleaved with the baseline: {ratio:.1%}")
-        if ctx.args.explain:
-            result.notes.extend(_explain(ctx))
-    return measured
-
-
-def _interleaved(name: str, against: str | None = None) -> str:
-    return f"{name} (interleaved)" if against is None else f"{name} (interleaved with {against})"
-
-
-def interleave(
-    ctx: Context, measured: dict[str, LoadResult], name: str, baseline_url: str, url: str
-) -> float:
-    """Measure `name` (at `url`) interleaved with the baseline (_alternate), keep both runs in
-    `measured` for `interleaved_runs`, and return the endpoint's req/s over the baseline's."""
-    mine, theirs = _alternate(ctx, baseline_url, url)
-    measured[_interleaved(name)], measured[_interleaved("baseline", name)] = mine, theirs
-    return mine.rps / theirs.rps if theirs.rps else 0.0
-
-
-def interleaved_runs(
-    measured: dict[str, LoadResult], name: str
-) -> tuple[LoadResult | None, LoadResult | None]:
-    """The endpoint's and the baseline's interleaved runs (interleave), where measured."""
-    return measured.get(_interleaved(name)), measured.get(_interleaved("baseline", name))
-
-
-def _alternate(ctx: Context, baseline_url: str, url: str) -> tuple[LoadResult, LoadResult]:
-    """The endpoint and the baseline, loaded in turn (ROUNDS x ROUND_SECONDS each, alternating
-    which goes first), each one's requests and seconds summed: both see the same drift of the
-    machine's capacity."""
-    settings = ctx.settings(duration=ROUND_SECONDS)
-    totals = {url: [0, 0.0], baseline_url: [0, 0.0]}
-    for k in range(ROUNDS):
-        for one in (baseline_url, url) if k % 2 == 0 else (url, baseline_url):
-            (got,) = load.run([one], **settings)
-            if got.errors:
-                raise RuntimeError(f"{got.errors} errors loading {one}")
-            totals[one][0] += got.requests
-            totals[one][1] += got.seconds
-    return tuple(  # type: ignore[return-value]
-        LoadResult(u, settings["connections"], seconds, requests, 0, 0, 0, 0, 0, 0, 0)
-        for u, (requests, seconds) in ((url, totals[url]), (baseline_url, totals[baseline_url]))
-    )
-
-
-def _smoke(ctx: Context, name: str, path: str, server: Server, cached: Server) -> str | None:
-    """Why the endpoint's answer is not what the data set should give, or None. An uncached
-    answer must also be the cached server's, byte for byte: the same document."""
-    status, body = server.get(path)
-    problem = smoke(ctx, UNCACHED.get(name, name), status, body)
-    if problem or name not in UNCACHED:
-        return problem
-    if (other := cached.get(path)) != (status, body):
-        return f"{name}: the uncached answer differs from the cached one: {other[1][:200]!r}"
-    return None
+    for name in list(paths)[1:] if baseline_rps else ():
+        _ratio_target(result, name, measured, baselines, minimum(name))
+    for k, pair in enumerate(pairs):
+        first, deep = (measured.get(n) for n in pair)
+        pfirst, pdeep = (measured.get(_paired(k, n)) for n in pair)
+        description = f"{pair[1]} p50 within {MAX_DEEP_P50_FACTOR:g}x of {pair[0]} p50"
+        if not (first and deep and pfirst and pdeep):
+            result.target(description, 0, "failed", also=False)
+            continue
+        detail = (
+            f"{pdeep.p50_ms / pfirst.p50_ms:.2f}x run together ({pdeep.p50_ms:.2f} vs "
+            f"{pfirst.p50_ms:.2f} ms); {deep.p50_ms / first.p50_ms:.2f}x run one after the other "
+            f"({deep.p50_ms:.2f} vs {first.p50_ms:.2f} ms)"
+        )
+        result.target(
+            description, pdeep.p50_ms / pfirst.p50_ms, detail, at_most=MAX_DEEP_P50_FACTOR
+        )
 
 
 def _row(name: str, path: str, load: LoadResult | None, baseline_rps: float) -> list[str]:
@@ -280,9 +258,7 @@ def _row(name: str, path: str, load: LoadResult | None, baseline_rps: float) -> 
     return [
         f"{name}  GET {path if len(path) < 40 else path[:37] + '...'}",
         f"{load.rps:,.0f}",
-        f"{load.p50_ms:,.2f}",
-        f"{load.p90_ms:,.2f}",
-        f"{load.p99_ms:,.2f}",
+        *(f"{ms:,.2f}" for ms in (load.p50_ms, load.p90_ms, load.p99_ms)),
         f"{ratio:.0%}" if alone else "-",
         f"{load.requests:,}" + (" (cap)" if load.capped else ""),
         str(load.errors),
@@ -292,52 +268,28 @@ def _row(name: str, path: str, load: LoadResult | None, baseline_rps: float) -> 
     ]
 
 
-def _ratio_target(
-    name: str,
-    load: LoadResult | None,
-    baselines: list[LoadResult],
-    interleaved: tuple[LoadResult | None, LoadResult | None] = (None, None),
-    minimum: float = MIN_RATIO,
-) -> Target:
-    """Decided on the interleaved runs (_alternate) when there are some; the endpoint's own
-    run over the mean of the two baseline runs beside them."""
+def _ratio_target(result, name: str, measured: dict, baselines: list, minimum: float) -> None:
+    """Decided on the interleaved runs; the endpoint's own run over the mean of the two baseline
+    runs, and the same per CPU-second, beside them."""
     description = f"{name} >= {minimum:.0%} of baseline req/s"
-    if load is None:
-        return Target(description, False, "failed")
+    load = measured.get(name)
+    mine, theirs = (
+        measured.get(f"{name} (interleaved)"),
+        measured.get(f"baseline (interleaved with {name})"),
+    )
+    if load is None or not (mine and theirs and theirs.rps):
+        result.target(description, 0, "failed", also=False)
+        return
     baseline_rps = statistics.mean(b.rps for b in baselines)
-    ratio = load.rps / baseline_rps
-    detail = f"{ratio:.1%} run apart ({load.rps:,.0f} vs {baseline_rps:,.0f} req/s)"
+    detail = (
+        f"{mine.rps / theirs.rps:.1%} interleaved ({mine.rps:,.0f} vs {theirs.rps:,.0f} req/s, "
+        f"{ROUNDS} rounds of {ROUND_SECONDS:g} s); {load.rps / baseline_rps:.1%} run apart "
+        f"({load.rps:,.0f} vs {baseline_rps:,.0f} req/s)"
+    )
     per_cpu = [b.requests / b.cpu.ours for b in baselines if b.cpu.ours]
     if per_cpu and load.cpu.ours:  # requests per bench CPU-second, over the baseline's
         detail += f"; per CPU-second {load.requests / load.cpu.ours / statistics.mean(per_cpu):.1%}"
-    mine, theirs = interleaved
-    if mine and theirs and theirs.rps:
-        ratio = mine.rps / theirs.rps
-        rounds = f"{ROUNDS} rounds of {ROUND_SECONDS:g} s"
-        detail = (
-            f"{ratio:.1%} interleaved ({mine.rps:,.0f} vs {theirs.rps:,.0f} req/s, {rounds}); "
-            + detail
-        )
-    return Target(description, ratio >= minimum, detail)
-
-
-def _depth_target(measured: dict[str, LoadResult], k: int, pair: tuple[str, str]) -> Target:
-    """Decided on the paired run when there is one: it does not depend on the machine's load
-    changing between two runs."""
-    first, deep = (measured[n] for n in pair)
-    alone = deep.p50_ms / first.p50_ms if first.p50_ms else float("inf")
-    detail = f"{alone:.2f}x run one after the other ({deep.p50_ms:.2f} vs {first.p50_ms:.2f} ms)"
-    factor = alone
-    pfirst, pdeep = (measured.get(_paired(k, n)) for n in pair)
-    if pfirst and pdeep and pfirst.p50_ms:
-        factor = pdeep.p50_ms / pfirst.p50_ms
-        together = f"({pdeep.p50_ms:.2f} vs {pfirst.p50_ms:.2f} ms)"
-        detail = f"{factor:.2f}x run together {together}; " + detail
-    return Target(
-        f"{pair[1]} p50 within {MAX_DEEP_P50_FACTOR:g}x of {pair[0]} p50",
-        factor <= MAX_DEEP_P50_FACTOR,
-        detail,
-    )
+    result.target(description, mine.rps / theirs.rps, detail, at_least=minimum)
 
 
 def _explain(ctx: Context) -> list[str]:

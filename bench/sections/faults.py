@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import signal
 import socket
 import statistics
-import subprocess
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -23,11 +22,10 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from bench import load
-from bench.context import Context, SectionResult, Target
+from bench.context import HOST, Context, Processes, SectionResult, Server, stop, wait_until
 from bench.dataset import CHAIN_ID, LATS, address
 from bench.load import LoadResult
 from bench.sections.api import endpoints, smoke
-from bench.server import HOST, Server
 from devchain.anvil import free_port
 
 TITLE = "Read endpoints under faults: Redis stopped or paused, a dead node under simulation"
@@ -42,38 +40,20 @@ COLUMNS = ["phase", "endpoint", "requests", "p50 ms", "p99 ms", "max ms", "error
 COLUMNS += ["p50 vs up", "p99 vs up"]
 
 
-class _Redis:
-    """redis-server on 127.0.0.1 and a free port, no persistence."""
+def _redis(procs: Processes, port: int) -> None:
+    """(Re)start redis-server on 127.0.0.1 and `port`, no persistence, until it answers PING."""
+    if shutil.which("redis-server") is None:
+        raise RuntimeError("redis-server is not installed")
+    cmd = ["redis-server", "--port", str(port), "--bind", HOST, "--save", ""]
+    procs.start("redis", [*cmd, "--appendonly", "no", "--dir", str(procs.dir)], dict(os.environ))
 
-    def __init__(self) -> None:
-        self.port, self.process = free_port(), None
+    def pong() -> bool:
+        with socket.create_connection((HOST, port), 0.5) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
 
-    def start(self, timeout: float = 10.0) -> None:
-        if shutil.which("redis-server") is None:
-            raise RuntimeError("redis-server is not installed")
-        cmd = ["redis-server", "--port", str(self.port), "--bind", HOST, "--save", ""]
-        cmd += ["--appendonly", "no", "--dir", tempfile.gettempdir()]
-        out = subprocess.DEVNULL
-        self.process = subprocess.Popen(
-            cmd, stdin=out, stdout=out, stderr=out, start_new_session=True
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.process.poll() is None:
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection((HOST, self.port), 0.5) as sock,
-            ):
-                sock.sendall(b"PING\r\n")
-                if sock.recv(16).startswith(b"+PONG"):
-                    return
-            time.sleep(0.1)
-        raise RuntimeError(f"redis-server on port {self.port} did not answer PING")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGCONT)  # a paused server cannot act on SIGTERM
-            self.process.terminate()
-            self.process.wait(timeout=10)
+    if not wait_until(pong, 10.0, procs.dead, every=0.1):
+        raise RuntimeError(f"redis-server on port {port} did not answer PING")
 
 
 @contextlib.contextmanager
@@ -125,32 +105,29 @@ def run(ctx: Context, result: SectionResult) -> None:
 def _phases(ctx, result, paths, limits, phases, answers) -> None:
     """The phases' loads into `phases`, the simulations' answers into `answers`."""
     timeout, in_flight, retry_after = limits
+    port, redis_pids = free_port(), lambda: {"redis": [procs.procs["redis"].pid]}
     with contextlib.ExitStack() as stack:
-        redis = _Redis()
-        stack.callback(redis.stop)
-        redis.start()
+        procs = stack.enter_context(Processes(ctx.log))
+        _redis(procs, port)
         dead = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
         dead.bind((HOST, 0))
         dead.listen(1024)  # never accept()ed: the requests sit in the socket buffers
         node_url = f"http://{HOST}:{dead.getsockname()[1]}"
         server = stack.enter_context(
             ctx.server(
-                threads=in_flight + READ_THREADS,
-                REDIS_URL=f"redis://{HOST}:{redis.port}/0",
-                RPC_URL=node_url,
-                **{f"RPC_URL_{CHAIN_ID}": node_url},
-                SIMULATE_TIMEOUT=f"{timeout:g}",
-                SIMULATE_MAX_IN_FLIGHT=str(in_flight),
+                threads=in_flight + READ_THREADS, REDIS_URL=f"redis://{HOST}:{port}/0",
+                RPC_URL=node_url, **{f"RPC_URL_{CHAIN_ID}": node_url},
+                SIMULATE_TIMEOUT=f"{timeout:g}", SIMULATE_MAX_IN_FLIGHT=str(in_flight),
                 RATE_LIMIT_SIMULATE="1000000000/s",  # 429s only from the in-flight bound
             )
-        )
+        )  # fmt: skip
         for name, path in paths.items():
             if problem := smoke(ctx, name, *server.get(path)):
                 raise RuntimeError(f"smoke check: {problem}")
         urls, started = [server.url(path) for path in paths.values()], time.monotonic()
 
         def phase(name: str, warmup: float = 0) -> None:
-            phases[name] = ctx.measure(urls, warmup=warmup, pids={"redis": [redis.process.pid]})
+            phases[name] = ctx.measure(urls, warmup=warmup, pids=redis_pids())
             figures = (
                 f"{n} p50 {r.p50_ms:.1f} p99 {r.p99_ms:.1f} ms {r.errors} err"
                 for n, r in zip(paths, phases[name], strict=True)
@@ -161,13 +138,13 @@ def _phases(ctx, result, paths, limits, phases, answers) -> None:
         # again: load long enough that every worker is back on Redis.
         recover = {"duration": max(ctx.args.warmup, retry_after + 1), "connections": 1}
         phase("Redis up", ctx.args.warmup)
-        redis.stop()
+        stop(procs.procs["redis"])
         phase("Redis stopped")
-        redis.start()
+        _redis(procs, port)
         load.run(urls, tool=ctx.args.loadgen, **recover)
-        redis.process.send_signal(signal.SIGSTOP)
+        procs.procs["redis"].send_signal(signal.SIGSTOP)
         phase("Redis paused")
-        redis.process.send_signal(signal.SIGCONT)
+        procs.procs["redis"].send_signal(signal.SIGCONT)
         load.run(urls, tool=ctx.args.loadgen, **recover)
         lat = ctx.dataset().primary_lat
         with _simulating(server, f"/lat/{lat}/simulate-deposit", timeout) as clients:
@@ -194,36 +171,29 @@ def _tabulate(result: SectionResult, paths: dict[str, str], phases: dict) -> Non
                 statistics.mean(getattr(h[i], q) for h in healthy) for q in ("p50_ms", "p99_ms")
             )
             r50, r99 = _ratio(r.p50_ms, up50), _ratio(r.p99_ms, up99)
-            figures = (r.p50_ms, r.p99_ms)
-            row = [name, endpoint, f"{r.requests:,}", *(f"{x:.2f}" for x in figures)]
+            row = [name, endpoint, f"{r.requests:,}", f"{r.p50_ms:.2f}", f"{r.p99_ms:.2f}"]
             result.rows.append(
                 [*row, f"{r.max_ms:.0f}", str(r.errors), f"{r50:.2f}x", f"{r99:.2f}x"]
             )
+            p99 = f"p99 {r99:.2f}x ({r.p99_ms:.2f} vs {up99:.2f} ms), {r.errors} errors"
             if name in ("Redis stopped", "Redis paused"):
-                result.targets.append(
-                    Target(
-                        f"{name}: {endpoint} p50 and p99 within {MAX_REDIS_FACTOR:g}x of Redis up, "
-                        "no errors",
-                        max(r50, r99) <= MAX_REDIS_FACTOR and not r.errors,
-                        f"p50 {r50:.2f}x ({r.p50_ms:.2f} vs {up50:.2f} ms), p99 {r99:.2f}x "
-                        f"({r.p99_ms:.2f} vs {up99:.2f} ms), {r.errors} errors",
-                    )
-                )
+                result.target(
+                    f"{name}: {endpoint} p50 and p99 within {MAX_REDIS_FACTOR:g}x of Redis up, "
+                    "no errors", max(r50, r99), f"p50 {r50:.2f}x ({r.p50_ms:.2f} vs {up50:.2f} "
+                    f"ms), {p99}", at_most=MAX_REDIS_FACTOR, also=not r.errors,
+                )  # fmt: skip
             elif name == "dead node":
-                result.targets.append(
-                    Target(
-                        f"dead node, {SIM_CLIENTS} clients simulating: {endpoint} p99 within "
-                        f"{MAX_DEAD_NODE_P99_FACTOR:g}x of healthy, no errors",
-                        r99 <= MAX_DEAD_NODE_P99_FACTOR and not r.errors,
-                        f"{r99:.2f}x ({r.p99_ms:.2f} vs {up99:.2f} ms), {r.errors} errors",
-                    )
-                )
+                result.target(
+                    f"dead node, {SIM_CLIENTS} clients simulating: {endpoint} p99 within "
+                    f"{MAX_DEAD_NODE_P99_FACTOR:g}x of healthy, no errors", r99,
+                    p99.removeprefix("p99 "), at_most=MAX_DEAD_NODE_P99_FACTOR, also=not r.errors,
+                )  # fmt: skip
 
 
 def _simulate_figures(result: SectionResult, answers: list[tuple[int, float]], timeout: float):
     """The simulate-deposit row, its target, and a failure for any unexpected answer."""
     if not answers:
-        result.targets.append(Target("simulate-deposit answers a dead node", False, "no answer"))
+        result.target("simulate-deposit answers a dead node", 0, "no answer", also=False)
         return
     statuses = Counter(status for status, _ in answers)
     seconds = sorted(s for _, s in answers)
@@ -240,13 +210,11 @@ def _simulate_figures(result: SectionResult, answers: list[tuple[int, float]], t
         if gave_up
         else "no 500; "
     )
-    result.targets.append(
-        Target(
-            f"simulate-deposit answers a dead node within SIMULATE_TIMEOUT + 1 s ({limit:g} s)",
-            bool(gave_up) and seconds[-1] <= limit,
-            detail + f"all answers max {seconds[-1]:.2f} s ({counts})",
-        )
+    description = (
+        f"simulate-deposit answers a dead node within SIMULATE_TIMEOUT + 1 s ({limit:g} s)"
     )
+    detail += f"all answers max {seconds[-1]:.2f} s ({counts})"
+    result.target(description, seconds[-1], detail, at_most=limit, also=bool(gave_up))
     unexpected = {s: n for s, n in statuses.items() if s not in SIMULATE_EXPECTED}
     if unexpected:
         result.failures.append(

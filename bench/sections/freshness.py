@@ -14,23 +14,17 @@ with If-None-Match and notes when each transaction hash is first listed.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-import shutil
-import signal
-import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import requests
 
-from bench import PYTHON, REPO, dataset
-from bench.context import Context, SectionResult, Target
+from bench import PYTHON, REPO
+from bench.context import Context, Processes, SectionResult, wait_until
 from devchain.anvil import free_port
 
 TITLE = "Deposit freshness: confirmation to GET /metrics/deposits (Procfile vs beat + worker)"
@@ -52,18 +46,9 @@ COLUMNS = ["run", "deposits", "listed", "p50 s", "p95 s", "max s", "receipt p50 
 
 def run(ctx: Context, result: SectionResult) -> None:
     result.columns = COLUMNS
-    db_name = ctx.args.db_name.removesuffix("_bench") + "_freshness_bench"
     ctx.log("freshness: deploying the devnet…")
-    with ctx.devnet(db_name) as (rpc_url, manifest, db_url):
-        env = _environment(ctx, rpc_url, db_url)
-        with tempfile.TemporaryDirectory(prefix="lat-fresh-") as tmp:
-            from devchain.devnet import write_manifests
-
-            (path,) = write_manifests([manifest], tmp)
-            dataset.manage(env, db_url, "lat_import", str(path))
-            dataset.manage(env, db_url, "lat_sync", "--no-progress")
-        chain = Chain(rpc_url, manifest)
-        figures = {}
+    with ctx.devnet("freshness", synced=True) as (rpc_url, manifest, db_url):
+        env, chain, figures = _environment(ctx, rpc_url, db_url), Chain(rpc_url, manifest), {}
         for label, names, wait in RUNS:
             ctx.log(f"freshness: run {label}")
             try:
@@ -76,22 +61,16 @@ def run(ctx: Context, result: SectionResult) -> None:
 def _environment(ctx: Context, rpc_url: str, db_url: str) -> dict[str, str]:
     """The processes' environment: the bench's, on the section's database and the devnet."""
     return {
-        **ctx.env,
-        "PATH": f"{Path(PYTHON).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "DATABASE_URL": db_url,
-        "RPC_URL": rpc_url,
+        **ctx.env, "PATH": f"{Path(PYTHON).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "DATABASE_URL": db_url, "RPC_URL": rpc_url, "LOG_LEVEL": "WARNING",
         f"CHAIN_CONFIRMATIONS_{CHAIN_ID}": str(CONFIRMATIONS),
-        "DJANGO_SETTINGS_MODULE": "latsite.settings",
-        "DJANGO_DEBUG": "false",
-        "SECURE_SSL_REDIRECT": "false",
-        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DJANGO_SETTINGS_MODULE": "latsite.settings", "DJANGO_DEBUG": "false",
+        "SECURE_SSL_REDIRECT": "false", "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "WEB_CONCURRENCY": "2",  # the Procfile's gthread workers (x 8 threads)
         "PORT": str(free_port()),
-        "LOG_LEVEL": "WARNING",
         # One client polling 20 times a second must never be answered 429.
-        "RATE_LIMIT_ANON": "1000000000/s",
-        "RATE_LIMIT_KEYED": "1000000000/s",
-    }
+        "RATE_LIMIT_ANON": "1000000000/s", "RATE_LIMIT_KEYED": "1000000000/s",
+    }  # fmt: skip
 
 
 # --- the chain -----------------------------------------------------------------------------
@@ -120,74 +99,6 @@ class Chain:
         while int(str(self.rpc("eth_blockNumber")), 16) < block + CONFIRMATIONS:
             self.rpc("evm_mine")
         return time.monotonic()
-
-
-# --- the processes -------------------------------------------------------------------------
-
-
-def procfile() -> dict[str, str]:
-    """The Procfile's processes: name -> command."""
-    lines = (REPO / "Procfile").read_text().splitlines()
-    pairs = (line.split(":", 1) for line in lines if ":" in line and not line.startswith("#"))
-    return {name.strip(): command.strip() for name, command in pairs}
-
-
-@contextlib.contextmanager
-def processes(env: dict[str, str], names: tuple[str, ...], log) -> Iterator[dict]:
-    """The named Procfile processes (web bound to 127.0.0.1, not 0.0.0.0), each in its own
-    process group, logs in a temporary directory; all stopped on leaving the block."""
-    commands, log_dir = procfile(), Path(tempfile.mkdtemp(prefix="lat-fresh-procs-"))
-    running: dict[str, subprocess.Popen] = {}
-    failed = True
-    try:
-        for name in names:
-            command = commands[name].replace("0.0.0.0", "127.0.0.1")
-            with open(log_dir / f"{name}.log", "ab") as out:
-                running[name] = subprocess.Popen(
-                    ["/bin/sh", "-c", f"exec {command}"],
-                    cwd=REPO,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            log(f"freshness: {name} pid {running[name].pid}: {command}")
-        yield {"procs": running, "logs": log_dir}
-        failed = False
-    finally:
-        for process in running.values():
-            _stop(process)
-        if failed:
-            log(f"freshness: stopped {', '.join(running)}; their logs are in {log_dir}")
-        else:
-            log(f"freshness: stopped {', '.join(running)}")
-            shutil.rmtree(log_dir, ignore_errors=True)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """SIGTERM to the process group, SIGKILL to it after 20 s."""
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=5)
-    with contextlib.suppress(ProcessLookupError):  # children left behind by a dead leader
-        os.killpg(process.pid, signal.SIGKILL)
-
-
-def _dead(running: dict) -> str | None:
-    """Which process exited, with the end of its log, or None."""
-    for name, process in running["procs"].items():
-        if process.poll() is not None:
-            text = (running["logs"] / f"{name}.log").read_text(errors="replace")
-            tail = "\n".join(text.splitlines()[-30:])
-            return f"{name} exited with {process.returncode}:\n{tail}"
-    return None
 
 
 # --- the client ----------------------------------------------------------------------------
@@ -224,42 +135,31 @@ class Watcher(threading.Thread):
             self.halt.wait(POLL)
 
 
-def _wait_ready(base_url: str, running: dict, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if problem := _dead(running):
-            raise RuntimeError(problem)
-        with contextlib.suppress(requests.RequestException):
-            if requests.get(f"{base_url}/health", timeout=2).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise RuntimeError(f"web did not answer /health within {timeout:.0f} s")
-
-
-def _wait_listed(watcher: Watcher, hashes: list[str], timeout: float, running: dict) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not all(h in watcher.seen for h in hashes):
-        if problem := _dead(running):
-            raise RuntimeError(problem)
-        time.sleep(POLL)
-
-
 # --- one run -------------------------------------------------------------------------------
 
 
 def _run_once(ctx: Context, env: dict, chain: Chain, names: tuple, wait: float) -> dict:
-    """The processes up, one warm-up deposit listed, then DEPOSITS deposits SPACING s apart;
-    each deposit's receipt, confirmation and first listing."""
-    base_url = f"http://127.0.0.1:{env['PORT']}"
-    with processes(env, names, ctx.log) as running:
-        _wait_ready(base_url, running)
+    """The Procfile's processes `names` up (web bound to 127.0.0.1, not 0.0.0.0), one warm-up
+    deposit listed, then DEPOSITS deposits SPACING s apart; each deposit's receipt,
+    confirmation and first listing."""
+    base_url, lines = f"http://127.0.0.1:{env['PORT']}", (REPO / "Procfile").read_text()
+    procfile = dict(line.split(": ", 1) for line in lines.splitlines() if ": " in line)
+    with Processes(ctx.log) as procs:
+        for name in names:
+            command = procfile[name].strip().replace("0.0.0.0", "127.0.0.1")
+            process = procs.start(name, ["/bin/sh", "-c", f"exec {command}"], env)
+            ctx.log(f"freshness: {name} pid {process.pid}: {command}")
+        health = f"{base_url}/health"
+        if not wait_until(
+            lambda: requests.get(health, timeout=2).status_code == 200, 90, procs.dead
+        ):
+            raise RuntimeError("web did not answer /health within 90 s")
         watcher = Watcher(base_url)
         watcher.start()
         try:
             tx, block, _ = chain.deposit()
             chain.confirm(block)
-            _wait_listed(watcher, [tx], WARMUP_TIMEOUT, running)
-            if tx not in watcher.seen:
+            if not wait_until(lambda: tx in watcher.seen, WARMUP_TIMEOUT, procs.dead, POLL):
                 raise RuntimeError(f"the warm-up deposit was not listed in {WARMUP_TIMEOUT:.0f} s")
             ctx.log("freshness: warm-up deposit listed; measuring")
             deposits = []
@@ -268,17 +168,15 @@ def _run_once(ctx: Context, env: dict, chain: Chain, names: tuple, wait: float) 
                 tx, block, receipt = chain.deposit()
                 deposits.append((tx, receipt, chain.confirm(block)))
                 time.sleep(max(0.0, SPACING - (time.monotonic() - began)))
-            _wait_listed(watcher, [d[0] for d in deposits], wait, running)
+            wait_until(lambda: all(d[0] in watcher.seen for d in deposits), wait, procs.dead, POLL)
         finally:
             watcher.halt.set()
             watcher.join(timeout=15)
     return {
         "from_confirmation": [watcher.seen[tx] - c for tx, _, c in deposits if tx in watcher.seen],
         "from_receipt": [watcher.seen[tx] - r for tx, r, _ in deposits if tx in watcher.seen],
-        "made": len(deposits),
-        "polls": watcher.polls,
-        "errors": watcher.errors,
-    }
+        "made": len(deposits), "polls": watcher.polls, "errors": watcher.errors,
+    }  # fmt: skip
 
 
 # --- the report ----------------------------------------------------------------------------
@@ -330,7 +228,7 @@ def _target(result: SectionResult, fig: dict | None) -> None:
     description = f"run A (Procfile) p95 at most {TARGET_P95:g} s from confirmation to listing"
     conf = fig["from_confirmation"] if fig else []
     if not conf or len(conf) != fig["made"]:
-        result.targets.append(Target(description, False, "not every deposit was listed"))
+        result.target(description, 0, "not every deposit was listed", also=False)
         return
     p95 = percentile(conf, 0.95)
-    result.targets.append(Target(description, p95 <= TARGET_P95, f"p95 {p95:.2f} s"))
+    result.target(description, p95, f"p95 {p95:.2f} s", at_most=TARGET_P95)

@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
-import tempfile
 import time
 
 import requests
 
-from bench import load
-from bench.context import Context, SectionResult, Target
-from bench.dataset import manage
+from bench.context import Context, SectionResult
 from bench.load import LoadResult
 
 TITLE = "Direct Restaking: simulate-deposit latency and deposit-build throughput (anvil)"
 MAX_SIMULATE_P50_FACTOR = 1.3  # the live-data issue: simulate-deposit within 1.3x of the raw batch
 MIN_BUILD_RATIO = 0.50
-BENCH_DB = "lat_restaking_bench"
 SENDER_INDEX = 13  # a free anvil account (10 is deposit_many's)
 LATENCY_CONNECTIONS = (1, 4)  # a sequential client, light concurrent load
 ROUNDS = 3
@@ -34,51 +29,53 @@ COLUMNS = ["measurement", "conns", "req/s", "p50 ms", "p90 ms", "p99 ms", "reque
 def run(ctx: Context, result: SectionResult) -> None:
     result.columns = COLUMNS
     started = time.monotonic()
-    with ctx.devnet(BENCH_DB) as (rpc_url, manifest, db_url):
-        sender = _prepare(ctx.env, rpc_url, manifest, db_url)
-        ctx.log(f"restaking: devnet, {BENCH_DB} and sender in {time.monotonic() - started:.0f} s")
+    with ctx.devnet("restaking", synced=True) as (rpc_url, manifest, db_url):
+        sender = _prepare(rpc_url, manifest)
+        ctx.log(f"restaking: devnet, database and sender in {time.monotonic() - started:.0f} s")
         # gthread workers, as the Procfile runs them, with a slot for every latency connection:
         # sync workers (one request each) would make the 4th connection queue behind the other
         # three, a wait the raw side (anvil serves them all at once) never has. The simulate
         # throttle's counter still runs on every request, out of the client's reach.
         threads = max(2, math.ceil(max(LATENCY_CONNECTIONS) / ctx.args.workers))
-        with ctx.server(
-            threads=threads,
-            DATABASE_URL=db_url,
-            RPC_URL=rpc_url,
-            RATE_LIMIT_SIMULATE="1000000000/s",
-        ) as server:
+        limit = {"RATE_LIMIT_SIMULATE": "1000000000/s"}
+        with ctx.server(threads=threads, DATABASE_URL=db_url, RPC_URL=rpc_url, **limit) as server:
             base = server.url("")
             sides = _sides(base, rpc_url, manifest, sender)
             for name, _, url, body in sides:
                 _smoke(name, url, body)
-            measured = [m for c in LATENCY_CONNECTIONS for m in _pair(ctx, sides[:2], c)]
-            measured += _pair(ctx, sides[2:], ctx.args.connections)
-    figures = {}
-    for (name, method, url, _), connections, loads in measured:
-        figures[name, connections] = figure = _figure(loads)
-        label = f"{name}  {method} {url.removeprefix(base)[:40]}"
-        result.rows.append([label, str(connections), *figure["row"]])
-        if figure["errors"]:
-            result.failures.append(f"{name} x{connections}: {figure['errors']} errors")
+            plan = [(sides[:2], c) for c in LATENCY_CONNECTIONS]
+            figures = {}
+            for pair, connections in [*plan, (sides[2:], ctx.args.connections)]:
+                loads = ctx.interleave(
+                    [(url, body) for _, _, url, body in pair], rounds=ROUNDS,
+                    warmup=ctx.args.warmup, connections=connections,
+                    duration=ctx.args.duration / ROUNDS,
+                )  # fmt: skip
+                for (name, method, url, _), merged in zip(pair, loads, strict=True):
+                    figures[name, connections] = merged
+                    ctx.log(f"restaking: {name} x{connections}: {merged.summary()}")
+                    label = f"{name}  {method} {url.removeprefix(base)[:40]}"
+                    result.rows.append([label, str(connections), *_row(merged)])
+                    result.check(f"{name} x{connections}", merged, server)
     _targets(result, figures, ctx.args.connections)
     result.notes.append(
         f"  simulate-deposit: {len(manifest['tokens'])} assets, one JSON-RPC batch (eth_call, "
         "eth_estimateGas, eth_gasPrice) per request; the raw batch is that batch sent straight "
-        "to anvil."
+        "to anvil. Each pair of rows is measured in alternating rounds (a b, b a, a b): req/s "
+        "over all of them, the percentiles the median of the rounds'."
     )
 
 
-def _prepare(env: dict[str, str], rpc_url: str, manifest: dict, db_url: str) -> str:
-    """latETH imported and synced into the database, and a sender holding plenty of each of its
-    tokens with the LAT approved for all of it; returns the sender."""
-    from devchain.devnet import connect, contract, write_manifests
+def _row(load: LoadResult) -> list[str]:
+    capped = " (cap)" if load.capped else ""
+    ms = (f"{x:.2f}" for x in (load.p50_ms, load.p90_ms, load.p99_ms))
+    return [f"{load.rps:,.0f}", *ms, f"{load.requests:,}{capped}", str(load.errors)]
 
-    env = {**env, "RPC_URL": rpc_url}
-    with tempfile.TemporaryDirectory(prefix="lat-bench-manifests-") as tmp:
-        (path,) = write_manifests([manifest], tmp)
-        manage(env, db_url, "lat_import", str(path))
-    manage(env, db_url, "lat_sync", "--lat", manifest["proxyAddress"], "--no-progress")
+
+def _prepare(rpc_url: str, manifest: dict) -> str:
+    """A sender holding plenty of each of latETH's tokens with the LAT approved for all of it."""
+    from devchain.devnet import connect, contract
+
     w3 = connect(rpc_url)
     sender = w3.to_checksum_address(w3.eth.accounts[SENDER_INDEX])
     for token_ref, amount in zip(manifest["tokens"], _amounts(manifest), strict=True):
@@ -149,55 +146,20 @@ def _smoke(name: str, url: str, body: bytes | None) -> None:
         raise RuntimeError(f"{name}: HTTP {answer.status_code}: {answer.text[:300]}")
 
 
-def _pair(ctx: Context, sides: list[tuple], connections: int) -> list[tuple]:
-    """Both sides after a warm-up of each, then in alternating rounds (a b, b a, a b), `duration`
-    seconds measured per side in all: (side, connections, the rounds' results) each."""
-    rounds: dict[str, list[LoadResult]] = {side[0]: [] for side in sides}
-    settings = ctx.settings(connections=connections, duration=ctx.args.warmup, max_requests=0)
-    for _, _, url, body in sides if ctx.args.warmup > 0 else ():
-        load.run([url], body=body, **settings)
-    settings.update(
-        duration=ctx.args.duration / ROUNDS, max_requests=ctx.args.max_requests // ROUNDS
-    )
-    for index in range(ROUNDS):
-        for name, _, url, body in sides if index % 2 == 0 else sides[::-1]:
-            rounds[name] += load.run([url], body=body, **settings)
-    for name, loads in rounds.items():
-        figure = _figure(loads)
-        ctx.log(
-            f"restaking: {name} x{connections}: {figure['rps']:,.0f} req/s, p50 "
-            f"{figure['p50']:.2f} ms, p99 {figure['p99']:.2f} ms, {figure['errors']} errors"
-        )
-    return [(side, connections, rounds[side[0]]) for side in sides]
-
-
-def _figure(loads: list[LoadResult]) -> dict:
-    """One measurement from its rounds: req/s over all of them, the median of the rounds'
-    percentiles (percentiles of different runs cannot be merged exactly)."""
-    requests_n, seconds = sum(r.requests for r in loads), sum(r.seconds for r in loads)
-    p50, p90, p99 = (statistics.median(getattr(r, f"p{q}_ms") for r in loads) for q in (50, 90, 99))
-    rps, errors = requests_n / seconds if seconds > 0 else 0.0, sum(r.errors for r in loads)
-    capped = " (cap)" if any(r.capped for r in loads) else ""
-    row = [f"{rps:,.0f}", f"{p50:.2f}", f"{p90:.2f}", f"{p99:.2f}", f"{requests_n:,}{capped}"]
-    return {"rps": rps, "p50": p50, "p99": p99, "errors": errors, "row": [*row, str(errors)]}
-
-
 def _targets(result: SectionResult, figures: dict, build_connections: int) -> None:
     for connections in LATENCY_CONNECTIONS:
-        sim = figures.get(("simulate-deposit", connections))
-        raw = figures.get(("raw JSON-RPC batch", connections))
-        if sim and raw and raw["p50"]:
-            factor, plural = sim["p50"] / raw["p50"], "s" if connections > 1 else ""
-            description = (
-                f"simulate-deposit p50 within {MAX_SIMULATE_P50_FACTOR:g}x of the raw batch "
-                f"({connections} connection{plural})"
-            )
-            detail = f"{factor:.2f}x ({sim['p50']:.2f} vs {raw['p50']:.2f} ms)"
-            result.targets.append(Target(description, factor <= MAX_SIMULATE_P50_FACTOR, detail))
-    build = figures.get(("deposit build", build_connections))
-    base = figures.get(("baseline", build_connections))
-    if build and base and base["rps"]:
-        ratio = build["rps"] / base["rps"]
-        description = f"deposit build >= {MIN_BUILD_RATIO:.0%} of baseline req/s"
-        detail = f"{ratio:.0%} ({build['rps']:,.0f} vs {base['rps']:,.0f} req/s)"
-        result.targets.append(Target(description, ratio >= MIN_BUILD_RATIO, detail))
+        sim = figures[("simulate-deposit", connections)]
+        raw = figures[("raw JSON-RPC batch", connections)]
+        factor, plural = sim.p50_ms / raw.p50_ms, "s" if connections > 1 else ""
+        description = (
+            f"simulate-deposit p50 within {MAX_SIMULATE_P50_FACTOR:g}x of the raw batch "
+            f"({connections} connection{plural})"
+        )
+        detail = f"{factor:.2f}x ({sim.p50_ms:.2f} vs {raw.p50_ms:.2f} ms)"
+        result.target(description, factor, detail, at_most=MAX_SIMULATE_P50_FACTOR)
+    build = figures[("deposit build", build_connections)]
+    base = figures[("baseline", build_connections)]
+    ratio = build.rps / base.rps
+    description = f"deposit build >= {MIN_BUILD_RATIO:.0%} of baseline req/s"
+    detail = f"{ratio:.0%} ({build.rps:,.0f} vs {base.rps:,.0f} req/s)"
+    result.target(description, ratio, detail, at_least=MIN_BUILD_RATIO)

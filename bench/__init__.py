@@ -15,3 +15,11 @@ def python(*args: str, env: dict[str, str]) -> str:
     if done.returncode != 0:
         raise RuntimeError(f"python {' '.join(args)} failed:\n{done.stdout}{done.stderr[-3000:]}")
     return done.stdout
+
+
+def rpc(url: str, method: str, *params, session=None, timeout: float = 300):
+    """One JSON-RPC call to a node: its result."""
+    import requests
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}
+    return (session or requests).post(url, json=body, timeout=timeout).json()["result"]

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+import bench
+
 CONTRACT = Path(__file__).with_name("contracts") / "ActivityBatch.sol"
 POOL = 20_000  # holder addresses the deposits and transfers draw from
 DEPOSITS, TRANSFERS, BURNS = 100, 180, 18  # per transaction
@@ -26,13 +28,6 @@ PER_TX = 2 * DEPOSITS + 2 + TRANSFERS + BURNS  # events per transaction: 400
 ADMIN_EVERY = 10  # transactions between two rounds of admin events
 SPAN = 20  # blocks per eth_getLogs / indexing step: 2 admin rounds and ~16 batches, ~7,000 logs
 TX_GAS = 40_000_000
-
-
-def compile_helper() -> dict:
-    """ActivityBatch's ABI and bytecode, compiled as devchain's contracts are."""
-    from devchain.compile import compile_files
-
-    return compile_files([CONTRACT])["ActivityBatch"]
 
 
 def generate(rpc_url: str, manifest: dict, events: int) -> int:
@@ -48,14 +43,11 @@ def generate(rpc_url: str, manifest: dict, events: int) -> int:
     asset = manifest["tokens"][0]["address"]
     helper = _deploy_helper(w3, manifest["proxyAddress"], asset, sender)
     one = 10 ** contract(w3, "TestERC20", asset).functions.decimals().call()
-    batches = -(-events // PER_TX)
-    per_batch = DEPOSITS + TRANSFERS + BURNS + 1
-    _wait(
-        w3,
-        contract(w3, "TestERC20", asset)
-        .functions.mint(helper.address, one * per_batch * batches)
-        .transact({"from": sender}),
+    batches, per_batch = -(-events // PER_TX), DEPOSITS + TRANSFERS + BURNS + 1
+    mint = contract(w3, "TestERC20", asset).functions.mint(
+        helper.address, one * per_batch * batches
     )
+    _wait(w3, mint.transact({"from": sender}))
     admin = _admin_calls(w3, manifest, owner)
     hashes = []
     for batch in range(batches):
@@ -68,7 +60,10 @@ def generate(rpc_url: str, manifest: dict, events: int) -> int:
 
 
 def _deploy_helper(w3, lat: str, asset: str, sender: str):
-    built = compile_helper()
+    """ActivityBatch, compiled as devchain's contracts are, deployed."""
+    from devchain.compile import compile_files
+
+    built = compile_files([CONTRACT])["ActivityBatch"]
     factory = w3.eth.contract(abi=built["abi"], bytecode=built["bytecode"])
     receipt = _wait(w3, factory.constructor(lat, asset).transact({"from": sender}))
     return w3.eth.contract(address=receipt["contractAddress"], abi=built["abi"])
@@ -107,7 +102,6 @@ def _admin_calls(w3, manifest: dict, owner: str) -> list:
 
 def _check(w3, hashes: list) -> None:
     """Every transaction mined and succeeded."""
-
     _wait(w3, hashes[-1])
     with w3.batch_requests() as batch:
         for tx_hash in hashes:
@@ -132,16 +126,10 @@ def logs_ceiling(
     from chain.activity import activity_topics
 
     session, logs, began = requests.Session(), 0, time.perf_counter()
-    topics = [activity_topics()]
+    query = {"address": list(contracts.values()), "topics": [activity_topics()]}
     for block in range(start, head + 1, span):
-        query = {
-            "address": list(contracts.values()),
-            "topics": topics,
-            "fromBlock": hex(block),
-            "toBlock": hex(min(block + span - 1, head)),
-        }
-        body = {"jsonrpc": "2.0", "id": 1, "method": "eth_getLogs", "params": [query]}
-        result = session.post(rpc, json=body, timeout=300).json()["result"]
+        query |= {"fromBlock": hex(block), "toBlock": hex(min(block + span - 1, head))}
+        result = bench.rpc(rpc, "eth_getLogs", query, session=session)
         logs += sum(decode(log) is not None for log in result) if decode else len(result)
     return logs, time.perf_counter() - began
 
@@ -158,17 +146,15 @@ def lat_contracts(lat) -> dict[str, str]:
 def _holders(rpc: str, lat) -> dict:
     """The stored holders against the chain: their balances sum to totalSupply, the tally
     counts them; the events stored by type and the listing's counts against the rows."""
-    import requests
     from django.db.models import Count, Sum
 
     from deposits.models import Deposit, DepositCount, Event, Holder, HolderTally
 
     call = {"to": lat.proxy_address, "data": "0x18160ddd"}  # totalSupply()
-    body = {"jsonrpc": "2.0", "id": 1, "method": "eth_call", "params": [call, "latest"]}
     holders = Holder.objects.filter(lat=lat, balance__gt=0)
     counted = DepositCount.objects.filter(field="").values_list("n", flat=True)
     return {
-        "supply": int(requests.post(rpc, json=body, timeout=60).json()["result"], 16),
+        "supply": int(bench.rpc(rpc, "eth_call", call, "latest"), 16),
         "balances": int(holders.aggregate(s=Sum("balance"))["s"] or 0),
         "holders": holders.count(),
         "tally": HolderTally.objects.get(lat=lat).holders,

@@ -172,29 +172,6 @@ class Server:
         return self.procs.tail("gunicorn", 20)
 
 
-@contextlib.contextmanager
-def gunicorn(env: dict[str, str], *, workers: int, threads: int, log) -> Iterator[Server]:
-    """`gunicorn latsite.wsgi:application` on 127.0.0.1 and a free port with `env` as its whole
-    environment, sync workers (gthread workers of `threads` threads when `threads` > 0), no
-    access log; stopped on leaving the block."""
-    port, started = free_port(), time.monotonic()
-    kind = ["gthread", "--threads", str(threads)] if threads else ["sync"]
-    what = f"gthread workers x {threads} threads" if threads else "sync workers"
-    cmd = [PYTHON, "-m", "gunicorn", "latsite.wsgi:application", "--bind", f"{HOST}:{port}"]
-    cmd += ["--workers", str(workers), "--worker-class", *kind, "--timeout", "60"]
-    with Processes(log) as procs:
-        server = Server(port, procs.start("gunicorn", [*cmd, "--log-level", "warning"], env), procs)
-        if not wait_until(lambda: server.get("/health", 2.0)[0] == 200, 60.0, procs.dead):
-            raise RuntimeError(
-                f"gunicorn did not answer /health in 60 s:\n{procs.tail('gunicorn')}"
-            )
-        log(
-            f"server: gunicorn pid {server.process.pid} on {HOST}:{port}, {workers} {what}, "
-            f"ready in {time.monotonic() - started:.1f} s"
-        )
-        yield server
-
-
 # --- the context ------------------------------------------------------------------------------
 
 
@@ -230,8 +207,9 @@ class Context:
 
     @contextlib.contextmanager
     def server(self, *, threads: int = 0, **extra_env: str) -> Iterator[Server]:
-        """gunicorn (bench/settings.py: the service plus GET /bench/baseline) on the bench
-        database, `extra_env` over its environment; stopped on leaving the block."""
+        """gunicorn on 127.0.0.1 and a free port (bench/settings.py: the service plus GET
+        /bench/baseline, on the bench database, `extra_env` over its environment), sync workers
+        or gthread workers of `threads` threads, no access log; stopped on leaving the block."""
         env = {
             "LOG_LEVEL": "WARNING", **self.env, "DATABASE_URL": self.db_url,
             "DJANGO_SETTINGS_MODULE": "bench.settings",
@@ -239,10 +217,25 @@ class Context:
             # the bench is must never be answered 429.
             "RATE_LIMIT_ANON": "1000000000/s", "RATE_LIMIT_KEYED": "1000000000/s", **extra_env,
         }  # fmt: skip
-        with gunicorn(env, workers=self.args.workers, threads=threads, log=self.log) as running:
-            self._server = running
+        port, started, workers = free_port(), time.monotonic(), self.args.workers
+        kind = ["gthread", "--threads", str(threads)] if threads else ["sync"]
+        cmd = [PYTHON, "-m", "gunicorn", "latsite.wsgi:application", "--bind", f"{HOST}:{port}"]
+        cmd += ["--workers", str(workers), "--worker-class", *kind, "--log-level", "warning"]
+        with Processes(self.log) as procs:
+            self._server = Server(
+                port, procs.start("gunicorn", [*cmd, "--timeout", "60"], env), procs
+            )
+            if not wait_until(lambda: self._server.get("/health", 2.0)[0] == 200, 60, procs.dead):
+                raise RuntimeError(
+                    f"gunicorn did not answer /health in 60 s:\n{procs.tail('gunicorn')}"
+                )
+            what = f"gthread workers x {threads} threads" if threads else "sync workers"
+            self.log(
+                f"server: gunicorn pid {self._server.process.pid} on {HOST}:{port}, {workers} "
+                f"{what}, ready in {time.monotonic() - started:.1f} s"
+            )
             try:
-                yield running
+                yield self._server
             finally:
                 self._server = None
 

@@ -78,6 +78,12 @@ class LoadResult:
         )
 
 
+def percentile(values: list[float], q: float) -> float:
+    """Nearest rank: the smallest value with at least q of the values at or below it."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
 def merge(loads: list[LoadResult]) -> LoadResult:
     """One result of several runs of one URL: requests, errors and seconds summed, the median of
     the runs' percentiles (percentiles of different runs cannot be merged exactly)."""
@@ -158,8 +164,7 @@ def _python(url, body, *, duration, connections, max_requests, threads) -> LoadR
         answers = [answer for part in pool.map(_until, [job] * connections) for answer in part]
         seconds = time.time() - started
     latencies = sorted(s for status, s in answers if status)  # socket errors have none
-    ranks = (min(len(latencies), math.ceil(q * len(latencies))) - 1 for q in (0.5, 0.9, 0.99, 1))
-    ms = [latencies[max(0, rank)] * 1000 if latencies else 0.0 for rank in ranks]
+    ms = [percentile(latencies, q) * 1000 if latencies else 0.0 for q in (0.5, 0.9, 0.99, 1)]
     non200 = sum(status not in (0, 200) for status, _ in answers)
     counts = (len(latencies), non200, sum(status == 0 for status, _ in answers))
     return LoadResult(url, connections, seconds, *counts, *ms, max_requests)

@@ -93,7 +93,7 @@ def machine(db_url: str, load_at_start: float) -> dict[str, str]:
     cpu = Path("/proc/cpuinfo").read_text().split("model name", 1)[-1].split("\n")[0]
     mem = Path("/proc/meminfo").read_text().split("MemTotal:", 1)[-1].split()[0]
     try:
-        with dataset.connect(db_url) as conn:
+        with dataset.connect(dataset.with_database(db_url, "postgres")) as conn:
             postgres = conn.execute("SHOW server_version").fetchone()[0].split()[0]
     except Exception:
         postgres = "?"

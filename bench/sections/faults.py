@@ -62,14 +62,14 @@ def _simulating(server: Server, path: str, timeout: float) -> Iterator[list[Futu
     until the block ends; each client's result is the (status, seconds) of its answers."""
     sender, asset = address("faults:sender"), address(f"token:{LATS[0].tokens[0]}")
     deposit = {"assets": [asset], "amounts": [str(10**18)], "receiver": sender, "sender": sender}
-    body, stop = json.dumps(deposit).encode(), threading.Event()
+    body, done = json.dumps(deposit).encode(), threading.Event()
     with ThreadPoolExecutor(SIM_CLIENTS) as pool:
-        job = (HOST, server.port, path, body, lambda _: stop.is_set(), timeout + 10)
+        job = (HOST, server.port, path, body, lambda _: done.is_set(), timeout + 10)
         clients = [pool.submit(load.closed_loop, *job) for _ in range(SIM_CLIENTS)]
         try:
             yield clients
         finally:
-            stop.set()
+            done.set()
 
 
 def run(ctx: Context, result: SectionResult) -> None:

@@ -14,7 +14,6 @@ with If-None-Match and notes when each transaction hash is first listed.
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
@@ -23,8 +22,9 @@ from pathlib import Path
 
 import requests
 
-from bench import PYTHON, REPO
+from bench import PYTHON, REPO, rpc
 from bench.context import Context, Processes, SectionResult, wait_until
+from bench.load import percentile
 from devchain.anvil import free_port
 
 TITLE = "Deposit freshness: confirmation to GET /metrics/deposits (Procfile vs beat + worker)"
@@ -83,8 +83,7 @@ class Chain:
     session: requests.Session = field(default_factory=requests.Session)
 
     def rpc(self, method: str, *params: object) -> object:
-        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}
-        return self.session.post(self.url, json=body, timeout=30).json()["result"]
+        return rpc(self.url, method, *params, session=self.session, timeout=30)
 
     def deposit(self) -> tuple[str, int, float]:
         """One deposit of the LAT's first token: (tx hash, block, when its receipt came)."""
@@ -180,12 +179,6 @@ def _run_once(ctx: Context, env: dict, chain: Chain, names: tuple, wait: float) 
 
 
 # --- the report ----------------------------------------------------------------------------
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest rank: the smallest value with at least q of the values at or below it."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
 def _report(result: SectionResult, figures: dict[str, dict]) -> None:

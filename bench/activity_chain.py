@@ -136,10 +136,10 @@ def logs_ceiling(
 
 def lat_contracts(lat) -> dict[str, str]:
     """The LAT's three contracts the indexer reads, by contract name."""
-    names = ("LiquidToken", "LiquidTokenManager", "StakerNodeCoordinator")
+    names = ("LiquidTokenManager", "StakerNodeCoordinator")
     return {
-        n: lat.proxy_of(n[0].lower() + n[1:]) if i else lat.proxy_address
-        for i, n in enumerate(names)
+        "LiquidToken": lat.proxy_address,
+        **{n: lat.proxy_of(n[0].lower() + n[1:]) for n in names},
     }
 
 
@@ -201,7 +201,6 @@ def probe(rpc: str, manifest_path: str, span: str, decoded: str = "") -> dict:
     return out
 
 
-if (
-    __name__ == "__main__"
-):  # the probe: python -m bench.activity_chain RPC_URL MANIFEST SPAN [decoded]
+# The probe: python -m bench.activity_chain RPC_URL MANIFEST SPAN [decoded]
+if __name__ == "__main__":
     print(json.dumps(probe(*sys.argv[1:])))

@@ -9,6 +9,7 @@ from django.db import models
 
 from core.addresses import ADDRESS_VALIDATOR, is_beacon_chain_eth
 from core.history import History
+from lats.networks import READ_FROM_MANAGER, eigenlayer_preset
 
 
 def AddressField(**kwargs) -> models.CharField:
@@ -159,11 +160,28 @@ class Lat(models.Model):
     contract_deployments = models.JSONField(
         default=dict, help_text='{"implementation": {name: address}, "proxy": {name: address}}'
     )
-    # EigenLayer core contracts of the chain (manifest `eigenlayer`).
-    delegation_manager = AddressField(blank=True, default="")
-    strategy_manager = AddressField(blank=True, default="")
-    rewards_coordinator = AddressField(blank=True, default="")
-    avs_directory = AddressField(blank=True, default="")
+    # The manifest as last imported, every member kept (unknown ones too), and the version
+    # folder it came from in a deployments repository ("" for a single file).
+    manifest = models.JSONField(default=dict, blank=True, editable=False)
+    manifest_version = models.CharField(max_length=64, blank=True, default="", editable=False)
+    # EigenLayer core contracts of the chain: the manifest's `eigenlayer` member or staff's
+    # override; blank falls back to the network's preset (lats/networks.py), then, for the
+    # DelegationManager and StrategyManager, to what the LiquidTokenManager names
+    # (`eigenlayer_from_chain`, written by the state refresh). See `core_contract`.
+    delegation_manager = AddressField(
+        blank=True, default="", help_text="Blank: the network's preset, else the manager's."
+    )
+    strategy_manager = AddressField(
+        blank=True, default="", help_text="Blank: the network's preset, else the manager's."
+    )
+    rewards_coordinator = AddressField(
+        blank=True, default="", help_text="Blank: the network's preset."
+    )
+    avs_directory = AddressField(blank=True, default="", help_text="Blank: the network's preset.")
+    allocation_manager = AddressField(
+        blank=True, default="", help_text="Blank: the network's preset."
+    )
+    eigenlayer_from_chain = models.JSONField(default=dict, blank=True, editable=False)
     group_override = models.CharField(
         max_length=8,
         choices=Group.choices,
@@ -198,6 +216,32 @@ class Lat(models.Model):
     def proxy_of(self, contract: str) -> str:
         """The address of one of the LAT's proxied contracts (`liquidTokenManager`, ...)."""
         return self.contract_deployments.get("proxy", {})[contract]
+
+    OVERRIDE_FIELDS = {
+        "delegationManager": "delegation_manager",
+        "strategyManager": "strategy_manager",
+        "rewardsCoordinator": "rewards_coordinator",
+        "avsDirectory": "avs_directory",
+        "allocationManager": "allocation_manager",
+    }
+
+    @property
+    def eigenlayer_preset(self) -> dict[str, str]:
+        """The EigenLayer core contracts EigenLayer publishes for the LAT's chain ({} if none)."""
+        return eigenlayer_preset(self.chain_id)
+
+    def core_contract(self, name: str) -> str:
+        """The EigenLayer core contract `name` (manifest spelling: `delegationManager`, ...):
+        the manifest's or staff's override, else the network's preset, else (the
+        DelegationManager and StrategyManager) what the LiquidTokenManager named at the last
+        state refresh; "" where none is known."""
+        override = getattr(self, self.OVERRIDE_FIELDS[name])
+        if override:
+            return override
+        preset = self.eigenlayer_preset.get(name, "")
+        if preset or name not in READ_FROM_MANAGER:
+            return preset
+        return str((self.eigenlayer_from_chain or {}).get(name, ""))
 
     @property
     def group(self) -> str:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import io
 import json
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from lats.models import Avs, Lat, PriceFeed
+from tests.ports import closed_port_url
 
 pytestmark = [pytest.mark.django_db, pytest.mark.chain]
 
@@ -76,7 +78,7 @@ def edited(chain, change) -> dict:
             "contractDeployments.implementation.stakerNode.block is missing",
         ),
         (lambda m: m["eigenlayer"].update(avsDirectory="nope"), "eigenlayer.avsDirectory must be"),
-        (lambda m: m.update(tokens={}), "tokens must be an array"),
+        (lambda m: m.update(tokens=7), "tokens must be an array or an object"),
         (lambda m: m.update(name=""), "name must be a non-empty string"),
     ],
 )
@@ -88,10 +90,29 @@ def test_bad_field_rejects_the_whole_import(chain, files, change, field):
     assert "m1.json" in message
 
 
-def test_unit_of_account_without_a_feed_is_rejected(chain, files):
+def test_unit_of_account_without_a_feed_imports_and_says_so(chain, files):
     manifest = copy.deepcopy(chain.lat("latORB"))
     manifest["priceFeeds"] = {}
-    assert "priceFeeds must name a feed" in import_error(*files(manifest))
+    out = io.StringIO()
+    call_command("lat_import", *files(manifest), stdout=out)
+    lat = Lat.objects.get()
+    assert lat.base_asset == manifest["baseAsset"]
+    assert PriceFeed.objects.count() == 0
+    assert f"no price feed for the unit of account {manifest['baseAsset']}" in out.getvalue()
+
+
+def test_no_node_for_the_chain_names_its_setting(chain, files, settings):
+    settings.RPC_URL = ""
+    settings.RPC_URLS = {}
+    message = import_error(*files(chain.lat("latETH")))
+    assert "m0.json: chainId 31337: no node is configured for chain 31337" in message
+    assert "RPC_URL_31337" in message
+
+
+def test_a_node_that_cannot_be_reached_is_a_refusal(chain, files, settings):
+    settings.RPC_URL = closed_port_url()
+    message = import_error(*files(chain.lat("latETH")))
+    assert "m0.json: the node for chain 31337 could not be asked" in message
 
 
 def test_wrong_chain_id_is_rejected(chain, files):

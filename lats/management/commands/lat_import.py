@@ -1,30 +1,36 @@
-"""python manage.py lat_import MANIFEST... : register LAT deployments from manifests."""
+"""python manage.py lat_import PATH... : register LAT deployments from manifests."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from chain.gateway import gateway_for
 from lats.manifests import (
     ManifestError,
-    lat_import_manifests,
+    lat_import,
     manifest_check_chain,
-    manifest_parse,
+    manifest_gateway,
+    manifests_load,
 )
 
 
 class Command(BaseCommand):
     help = (
-        "Register (or update) LAT deployments from manifest files (shared/spec/chain.md format). "
-        "Every manifest is checked, against its chain too, before anything is written: one bad "
-        "manifest rejects the whole import."
+        "Register (or update) LAT deployments from manifest files, as LAT deployment "
+        "repositories publish them or in the service's own form (shared/spec/chain.md), or "
+        "from deployments folders laid out <network>/<lat>/<version>/info.json (each LAT at "
+        "its newest version). Every manifest is checked, against its chain too, before "
+        "anything is written: one bad manifest rejects the whole import."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("manifests", nargs="+", help="manifest JSON files")
+        parser.add_argument(
+            "manifests",
+            nargs="+",
+            metavar="PATH",
+            help="manifest JSON files or deployments folders",
+        )
         parser.add_argument(
             "--skip-chain-check",
             action="store_true",
@@ -32,22 +38,18 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        manifests = []
-        for name in options["manifests"]:
-            path = Path(name)
-            try:
-                data = json.loads(path.read_text())
-            except OSError as exc:
-                raise CommandError(f"{name}: cannot be read ({exc.strerror})") from exc
-            except ValueError as exc:
-                raise CommandError(f"{name}: is not JSON ({exc})") from exc
-            try:
-                manifest = manifest_parse(data, source=name)
-                if not options["skip_chain_check"]:
-                    manifest_check_chain(manifest, gateway=gateway_for(manifest.chain_id))
-            except ManifestError as exc:
-                raise CommandError(str(exc)) from exc
-            manifests.append(manifest)
-        lats = lat_import_manifests(manifests=manifests)
-        for lat in lats:
-            self.stdout.write(f"imported {lat.symbol} {lat.proxy_address} (chain {lat.chain_id})")
+        try:
+            manifests = manifests_load([Path(name) for name in options["manifests"]])
+            if not options["skip_chain_check"]:
+                for manifest in manifests:
+                    manifest_check_chain(manifest, gateway=manifest_gateway(manifest))
+        except ManifestError as exc:
+            raise CommandError(str(exc)) from exc
+        for outcome in lat_import(manifests=manifests):
+            lat = outcome.lat
+            version = f", {lat.manifest_version}" if lat.manifest_version else ""
+            self.stdout.write(
+                f"{outcome.action} {lat.symbol} {lat.proxy_address} (chain {lat.chain_id}{version})"
+            )
+            for note in outcome.notes:
+                self.stdout.write(f"  note: {note}")

@@ -334,6 +334,22 @@ class Gateway:
             staked[n][s] = amount
         return staked
 
+    def manager_core_contracts(self, *, manager: str, block: Block) -> dict[str, str]:
+        """The EigenLayer DelegationManager and StrategyManager a LiquidTokenManager names
+        (`delegationManager()`, `strategyManager()`), by their manifest names; one that
+        reverts (a deployment without the view) or answers the zero address is left out."""
+        names = ("delegationManager", "strategyManager")
+        answers = self.multicall(
+            [(manager, function("LiquidTokenManager", name), ()) for name in names],
+            block=block.number,
+        )
+        found: dict[str, str] = {}
+        for name, answer in zip(names, answers, strict=True):
+            address = _optional(answer)
+            if address is not None and int(address, 16) != 0:
+                found[name] = to_checksum_address(address)
+        return found
+
     def operator_splits(
         self, *, rewards_coordinator: str, pairs: Sequence[tuple[str, str]], block: Block
     ) -> dict[tuple[str, str], int]:
@@ -431,12 +447,13 @@ class Gateway:
         *,
         contract: str,
         name: str,
-        address: str,
+        address: str | list[str],
         from_block: int,
         to_block: int,
         topics: list[Any] | None = None,
     ) -> list[LogRef]:
-        """Logs of one event, decoded (indexed values first, then data values)."""
+        """Logs of one event, decoded (indexed values first, then data values); `address`
+        may list several contracts emitting the same event."""
         ev = event(contract, name)
         raw_logs = self.logs(
             address=address,

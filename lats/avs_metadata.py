@@ -1,7 +1,9 @@
 """The refresh of an AVS's curated metadata from its latest metadata document on the chain.
 
-The document is named by the AVS directory's latest `AVSMetadataURIUpdated` event; a field
-staff edited (`Avs.staff_edited_fields`, see lats/curation.py) is never overwritten.
+The document is named by the latest `AVSMetadataURIUpdated(address indexed avs, string
+metadataURI)` of the AVS, emitted by EigenLayer's AVSDirectory and, for operator-set AVSs, by
+its AllocationManager (the same event): the newest of both wins. A field staff edited
+(`Avs.staff_edited_fields`, see lats/curation.py) is never overwritten.
 """
 
 from __future__ import annotations
@@ -72,11 +74,21 @@ def avs_apply_metadata(*, avs: Avs, uri: str, document: dict[str, Any], block: i
     return changed
 
 
+def metadata_sources(lat: Lat) -> list[str]:
+    """The contracts whose AVSMetadataURIUpdated events name the AVS's metadata document:
+    its chain's AVSDirectory and AllocationManager, where known (an override or a preset)."""
+    sources = (lat.core_contract("avsDirectory"), lat.core_contract("allocationManager"))
+    return list(dict.fromkeys(address for address in sources if address))
+
+
 def avs_refresh_metadata(*, lat: Lat, gateway: Gateway | None = None) -> bool:
-    """Seed the LAT's AVS metadata from its latest AVSMetadataURIUpdated event (read in ranges
-    of at most LOG_BLOCK_RANGE blocks). A node on another chain fails the refresh, one whose
-    head is below the stored event's block skips it; any failure is recorded."""
-    if not lat.avs_directory:
+    """Seed the LAT's AVS metadata from its latest AVSMetadataURIUpdated event of the
+    AVSDirectory or the AllocationManager (read in ranges of at most LOG_BLOCK_RANGE blocks).
+    A node on another chain fails the refresh, one whose head is below the stored event's
+    block skips it; any failure is recorded. Where neither contract is known, nothing is
+    read (the AVS's metadata stays null unless staff curate it)."""
+    sources = metadata_sources(lat)
+    if not sources:
         return False
     avs = lat.avs
     with sync_status_recording(lat=lat, job=SyncStatus.Job.METADATA):
@@ -84,7 +96,7 @@ def avs_refresh_metadata(*, lat: Lat, gateway: Gateway | None = None) -> bool:
         check_chain(lat=lat, gateway=gateway)
         head = gateway.head()
         check_not_behind(head, avs.metadata_updated_block, "the block of the stored metadata")
-        latest = _latest_metadata_event(lat, gateway, head)
+        latest = _latest_metadata_event(lat, gateway, head, sources)
         changed: list[str] = []
         if latest is not None and (
             latest.values[1] != avs.metadata_uri
@@ -99,15 +111,16 @@ def avs_refresh_metadata(*, lat: Lat, gateway: Gateway | None = None) -> bool:
     return bool(changed)
 
 
-def _latest_metadata_event(lat: Lat, gateway: Gateway, head: Block):
+def _latest_metadata_event(lat: Lat, gateway: Gateway, head: Block, sources: list[str]):
     avs = lat.avs
     topic = "0x" + "0" * 24 + avs.address[2:].lower()
 
     def fetch(first: int, last: int):
+        # The AllocationManager's event has the AVSDirectory's signature: one ABI, one read.
         return gateway.event_logs(
             contract="AVSDirectory",
             name="AVSMetadataURIUpdated",
-            address=lat.avs_directory,
+            address=sources[0] if len(sources) == 1 else sources,
             topics=[topic],
             from_block=first,
             to_block=last,

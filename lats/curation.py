@@ -62,15 +62,12 @@ def avs_release_curated(*, avs: Avs, fields: Iterable[str] | None = None) -> lis
 
 
 def avs_metadata_lat_ids(avs_ids: list[int]) -> list[int]:
-    """One LAT of each AVS whose metadata can be read (its AVSDirectory known): the metadata
+    """One LAT of each AVS whose metadata can be read (its AVSDirectory or
+    AllocationManager known: an override or a preset): the metadata
     refresh of an AVS runs through one of its LATs."""
-    lats = (
-        Lat.objects.filter(avs_id__in=avs_ids)
-        .exclude(avs_directory="")
-        .order_by("avs_id", "id")
-        .values_list("avs_id", "id")
-    )
+    lats = Lat.objects.filter(avs_id__in=avs_ids).order_by("avs_id", "id")
     one_per_avs: dict[int, int] = {}
-    for avs_id, lat_id in lats:
-        one_per_avs.setdefault(avs_id, lat_id)
+    for lat in lats.only("id", "avs_id", "chain_id", "avs_directory", "allocation_manager"):
+        if lat.core_contract("avsDirectory") or lat.core_contract("allocationManager"):
+            one_per_avs.setdefault(lat.avs_id, lat.id)
     return list(one_per_avs.values())

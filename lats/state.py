@@ -10,12 +10,14 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
+from chain.errors import ChainError
 from chain.gateway import Gateway
 from chain.results import Block, LatState, block_time
 from core.addresses import is_beacon_chain_eth
 from core.db import model_update
 from lats.checks import check_chain, check_not_behind
 from lats.models import Lat, LatToken, PriceFeed, Token
+from lats.networks import READ_FROM_MANAGER
 from lats.values import WAD
 
 
@@ -26,33 +28,64 @@ class RefreshSummary:
     changed: int  # rows written
 
 
+class CoreContractUnknown(ChainError):
+    """An EigenLayer core contract the refresh needs is named nowhere: no override, no preset
+    for the chain, and the LiquidTokenManager does not name it either."""
+
+
 @dataclass(frozen=True)
 class LatReading:
     block: Block
     state: LatState
+    # Whether the EigenLayer contracts the manager names differ from those stored.
+    core_changed: bool = False
 
 
 def lat_read_state(*, lat: Lat, gateway: Gateway) -> LatReading:
     """The LAT and its tokens at the node's head. A node on another chain fails the read
     (ChainMismatch), one whose head is below the block of the stored state skips it
-    (NodeLagging)."""
+    (NodeLagging).
+
+    Where neither an override nor the network's preset names the DelegationManager or the
+    StrategyManager, the LiquidTokenManager's `delegationManager()` and `strategyManager()`
+    are read at the same block and kept on `lat` (stored by `lat_store_state`), so that the
+    nodes' read finds them; a LAT with staker nodes whose DelegationManager is named nowhere
+    fails with CoreContractUnknown, saying so."""
     check_chain(lat=lat, gateway=gateway)
     block = gateway.head()
     check_not_behind(block, lat.state_block, "the block of the stored state")
+    manager = lat.proxy_of("liquidTokenManager")
     state = gateway.read_lat(
         proxy=lat.proxy_address,
-        manager=lat.proxy_of("liquidTokenManager"),
+        manager=manager,
         coordinator=lat.proxy_of("stakerNodeCoordinator"),
         block=block,
     )
-    return LatReading(block=block, state=state)
+    core_changed = False
+    named = {name: getattr(lat, Lat.OVERRIDE_FIELDS[name]) for name in READ_FROM_MANAGER}
+    presets = lat.eigenlayer_preset
+    if not all(named[name] or presets.get(name) for name in READ_FROM_MANAGER):
+        found = gateway.manager_core_contracts(manager=manager, block=block)
+        core_changed = found != (lat.eigenlayer_from_chain or {})
+        lat.eigenlayer_from_chain = found
+    if state.nodes and not lat.core_contract("delegationManager"):
+        raise CoreContractUnknown(
+            f"no DelegationManager is known for chain {lat.chain_id} (no preset, the manifest's "
+            "eigenlayer.delegationManager and admin name none, and the LiquidTokenManager's "
+            "delegationManager() does not answer): the staker nodes cannot be read"
+        )
+    return LatReading(block=block, state=state, core_changed=core_changed)
 
 
 def lat_store_state(*, lat: Lat, reading: LatReading, gateway: Gateway) -> int:
     """Store what changed of the LAT and its tokens (and the unit's price, read from its feed
     at the same block); returns how many rows changed. Call inside a transaction."""
     unit_price = _unit_eth_price(lat, gateway, reading.block)
-    return _store_lat(lat, reading.state, unit_price)
+    changed = 0
+    if reading.core_changed:
+        lat.save(update_fields=["eigenlayer_from_chain"])
+        changed += 1
+    return changed + _store_lat(lat, reading.state, unit_price)
 
 
 def lat_state_stored(*, lat: Lat, block: Block, changed: int) -> None:

@@ -217,7 +217,7 @@ REWARDS_LOCK = "metrics.rewards_index"
 
 
 def _rewards_index(*, lat: Lat, gateway: Gateway, write: bool) -> RewardsSummary:
-    coordinator = lat.rewards_coordinator
+    coordinator = lat.core_contract("rewardsCoordinator")
     start = index_start(
         lat=lat,
         gateway=gateway,

@@ -32,20 +32,21 @@ def nodes_read(*, lat: Lat, state: LatState, gateway: Gateway) -> NodesReading:
         gateway.read_nodes(
             nodes=state.nodes,
             strategies=strategies,
-            delegation_manager=lat.delegation_manager,
+            delegation_manager=lat.core_contract("delegationManager"),
             block=block,
         )
         if state.nodes
         else []
     )
     operators = sorted({n.operator for n in nodes if n.operator != ZERO_ADDRESS})
+    coordinator = lat.core_contract("rewardsCoordinator")
     splits = (
         gateway.operator_splits(
-            rewards_coordinator=lat.rewards_coordinator,
+            rewards_coordinator=coordinator,
             pairs=[(op, lat.avs.address) for op in operators],
             block=block,
         )
-        if lat.rewards_coordinator and operators
+        if coordinator and operators
         else {}
     )
     known = set(StakerNode.objects.filter(lat=lat).values_list("address", flat=True))

@@ -1,0 +1,153 @@
+"""EigenLayer's core contracts where no manifest names them (chain.md, "Deployments as they are
+published"): the DelegationManager and StrategyManager read from the LiquidTokenManager, the
+AllocationManager's AVSMetadataURIUpdated beside the AVSDirectory's, and what the service says
+where a chain has no preset and nothing names a contract."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+
+import pytest
+from django.core.management import call_command
+from web3 import Web3
+
+from devchain.devnet import contract, load_artifacts, write_manifests
+from lats.avs_metadata import avs_refresh_metadata
+from lats.models import Lat, PriceFeed
+from lats.sync_status import lat_gaps
+from operators.models import NodeAsset, OperatorAvsSplit, StakerNode
+from sync.refresh import refresh_state
+from tests import factories as f
+
+pytestmark = [pytest.mark.django_db]
+
+
+def without_eigenlayer(chain, symbol: str, keep: tuple[str, ...] = ()) -> dict:
+    manifest = copy.deepcopy(chain.lat(symbol))
+    core = manifest.pop("eigenlayer")
+    if keep:
+        manifest["eigenlayer"] = {name: core[name] for name in keep}
+    return manifest
+
+
+def import_manifests(chain, settings, tmp_path, *manifests) -> None:
+    settings.RPC_URL = chain.url
+    call_command("lat_import", *map(str, write_manifests(list(manifests), tmp_path)))
+
+
+@pytest.mark.chain
+def test_nodes_are_read_through_the_delegation_manager_the_manager_names(chain, settings, tmp_path):
+    manifest = without_eigenlayer(chain, "latETH")
+    import_manifests(chain, settings, tmp_path, manifest)
+    lat = Lat.objects.get()
+    assert lat.core_contract("delegationManager") == ""  # chain 31337: no preset
+
+    refresh_state(lat=lat)
+
+    lat.refresh_from_db()
+    named = chain.lat("latETH")["eigenlayer"]  # what the devnet deployed
+    assert lat.eigenlayer_from_chain == {
+        "delegationManager": named["delegationManager"],
+        "strategyManager": named["strategyManager"],
+    }
+    assert lat.core_contract("delegationManager") == named["delegationManager"]
+    # The nodes and their shares, against the contracts read with plain web3.
+    coordinator = chain.contract(
+        "StakerNodeCoordinator",
+        manifest["contractDeployments"]["proxy"]["stakerNodeCoordinator"]["address"],
+    )
+    nodes = [Web3.to_checksum_address(n) for n in coordinator.functions.getAllNodes().call()]
+    assert nodes
+    assert sorted(StakerNode.objects.filter(lat=lat).values_list("address", flat=True)) == sorted(
+        nodes
+    )
+    dm = chain.contract("DelegationManager", named["delegationManager"])
+    for asset in NodeAsset.objects.filter(node__lat=lat).select_related("node"):
+        (shares,), _ = dm.functions.getWithdrawableShares(
+            asset.node.address, [asset.strategy_address]
+        ).call()
+        assert int(asset.core_shares) == shares
+    assert NodeAsset.objects.filter(node__lat=lat).exists()
+
+
+@pytest.mark.chain
+def test_without_a_rewards_coordinator_the_gaps_say_what_is_unknown(chain, settings, tmp_path):
+    import_manifests(chain, settings, tmp_path, without_eigenlayer(chain, "latETH"))
+    lat = Lat.objects.get()
+    refresh_state(lat=lat)
+    lat.refresh_from_db()
+    gaps = lat_gaps(lat=lat)
+    assert len(gaps) == 3
+    assert gaps[0].startswith("rewardsCoordinator unknown (no preset for chain 31337")
+    assert gaps[0].endswith("APY from AVS rewards and operator splits unknown")
+    assert gaps[1].startswith("avsDirectory unknown")
+    assert gaps[2].startswith("allocationManager unknown")
+    # Its nodes are delegated, yet no split is read without a coordinator.
+    assert lat.staker_nodes.exclude(operator=None).exists()
+    assert not OperatorAvsSplit.objects.filter(avs=lat.avs).exists()
+
+
+def data_uri(document: dict) -> str:
+    return (
+        "data:application/json;base64," + base64.b64encode(json.dumps(document).encode()).decode()
+    )
+
+
+@pytest.mark.chain
+def test_avs_metadata_from_the_allocation_manager_too_the_newest_winning(chain, settings, tmp_path):
+    manifest = chain.lat("latETH")
+    import_manifests(chain, settings, tmp_path, manifest)
+    lat = Lat.objects.get()
+    avs = manifest["avsAddress"]
+    # An AllocationManager stand-in: its AVSMetadataURIUpdated has the AVSDirectory's signature.
+    artifact = load_artifacts()["AVSDirectory"]
+    factory = chain.w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
+    receipt = chain.w3.eth.wait_for_transaction_receipt(
+        factory.constructor().transact({"from": chain.account(0)})
+    )
+    allocation_manager = contract(chain.w3, "AVSDirectory", receipt["contractAddress"])
+    lat.allocation_manager = allocation_manager.address
+    lat.save()
+
+    newer = {"name": "From the AllocationManager", "website": "https://am.example"}
+    tx = allocation_manager.functions.updateAVSMetadataURI(data_uri(newer)).transact({"from": avs})
+    block = chain.w3.eth.wait_for_transaction_receipt(tx)["blockNumber"]
+    avs_refresh_metadata(lat=lat)
+    lat.avs.refresh_from_db()
+    assert lat.avs.metadata_name == "From the AllocationManager"
+    assert lat.avs.metadata_website == "https://am.example"
+    assert lat.avs.metadata_updated_block == block
+
+    # A later update through the AVSDirectory wins in turn.
+    directory = chain.contract("AVSDirectory", manifest["eigenlayer"]["avsDirectory"])
+    tx = directory.functions.updateAVSMetadataURI(data_uri({"name": "Directory again"})).transact(
+        {"from": avs}
+    )
+    block = chain.w3.eth.wait_for_transaction_receipt(tx)["blockNumber"]
+    avs_refresh_metadata(lat=lat)
+    lat.avs.refresh_from_db()
+    assert lat.avs.metadata_name == "Directory again"
+    assert lat.avs.metadata_website is None
+    assert lat.avs.metadata_updated_block == block
+
+
+def test_without_avs_directory_or_allocation_manager_no_metadata_is_read():
+    lat = f.LatFactory(chain_id=31337)  # no preset, no override
+    assert avs_refresh_metadata(lat=lat) is False
+    assert lat.sync_statuses.count() == 0
+
+
+def test_gaps_of_a_unit_of_account_without_a_feed():
+    token = f.address(0x70C)
+    lat = f.LatFactory(
+        chain_id=1,  # mainnet: every core contract preset
+        base_asset=token,
+    )
+    assert lat_gaps(lat=lat) == [
+        f"no price feed for the unit of account {token}: its values in ETH are unknown until "
+        "staff set one (admin: Price feeds)"
+    ]
+    PriceFeed.objects.create(chain_id=1, token_address=token, feed_address=f.address(0xFEED))
+    assert lat_gaps(lat=lat) == []

@@ -3,6 +3,7 @@ price feeds. What the refresh jobs read from the chain is shown read-only."""
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from typing import Any
 
@@ -21,6 +22,8 @@ from core.admin_site import guard_third_party_actions
 from core.tasknames import enqueue_metadata_refresh, enqueue_refresh_now
 from lats.curation import avs_metadata_lat_ids, avs_release_curated, avs_update_curated
 from lats.models import Avs, FeeStructure, Lat, LatToken, PriceFeed, SyncStatus, Token
+from lats.networks import EIGENLAYER_CONTRACTS
+from lats.sync_status import lat_gaps
 
 
 class ReadOnlyAdminMixin:
@@ -41,6 +44,24 @@ class ReadOnlyAdminMixin:
 
 def model_field_names(model, *, exclude: tuple[str, ...] = ()) -> tuple[str, ...]:
     return tuple(f.name for f in model._meta.fields if not f.primary_key and f.name not in exclude)
+
+
+class AddressFormField(forms.CharField):
+    """An address typed in any letter case, stored EIP-55 checksummed (as the services look it
+    up); blank is None when the field is optional."""
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        return value or None
+
+    def validate(self, value) -> None:
+        super().validate(value)
+        if value is not None and not is_address(value):
+            raise forms.ValidationError("Enter an address 0x + 40 hex digits.", code="address")
+
+    def clean(self, value):
+        value = super().clean(value)
+        return None if value is None else checksum(value)
 
 
 # --- LAT --------------------------------------------------------------------------------------
@@ -102,8 +123,37 @@ def _sync_line(status: SyncStatus) -> tuple[str, str]:
     return status.job, f"ok {age} s ago, block {status.last_block}"
 
 
+# What staff may set on a LAT besides its group: the unit of account (a manifest may lack it)
+# and the EigenLayer core contracts (overrides of the network's preset).
+LAT_EDITABLE = ("group_override", "base_asset", *Lat.OVERRIDE_FIELDS.values())
+
+
+class LatAdminForm(forms.ModelForm):
+    base_asset = AddressFormField(
+        help_text="Unit of account: beacon-chain ETH 0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0 "
+        "or a token (give it a price feed for its values in ETH)."
+    )
+    delegation_manager = AddressFormField(required=False)
+    strategy_manager = AddressFormField(required=False)
+    rewards_coordinator = AddressFormField(required=False)
+    avs_directory = AddressFormField(required=False)
+    allocation_manager = AddressFormField(required=False)
+
+    class Meta:
+        model = Lat
+        fields = LAT_EDITABLE
+
+    def clean(self):
+        cleaned = super().clean()
+        for name in Lat.OVERRIDE_FIELDS.values():  # blank: the preset (the model stores "")
+            if name in cleaned and cleaned[name] is None:
+                cleaned[name] = ""
+        return cleaned
+
+
 @admin.register(Lat)
 class LatAdmin(admin.ModelAdmin):
+    form = LatAdminForm
     list_display = (
         "symbol",
         "name",
@@ -148,6 +198,18 @@ class LatAdmin(admin.ModelAdmin):
             },
         ),
         (
+            "EigenLayer core contracts (blank: the network's preset, else what the "
+            "LiquidTokenManager names)",
+            {
+                "fields": (
+                    *Lat.OVERRIDE_FIELDS.values(),
+                    "core_contracts_in_use",
+                    "eigenlayer_from_chain",
+                    "gaps",
+                )
+            },
+        ),
+        (
             "Deployment (from the manifest)",
             {
                 "classes": ("collapse",),
@@ -155,16 +217,22 @@ class LatAdmin(admin.ModelAdmin):
                     "avs",
                     "deployment_block",
                     "contract_deployments",
-                    "delegation_manager",
-                    "strategy_manager",
-                    "rewards_coordinator",
-                    "avs_directory",
+                    "manifest_version",
+                    "manifest_as_imported",
                     "created_at",
                 ),
             },
         ),
     )
-    readonly_fields = (*model_field_names(Lat, exclude=("group_override",)), "effective_group")
+    readonly_fields = (
+        *model_field_names(Lat, exclude=LAT_EDITABLE),
+        "eigenlayer_from_chain",
+        "manifest_version",
+        "effective_group",
+        "core_contracts_in_use",
+        "gaps",
+        "manifest_as_imported",
+    )
 
     def get_queryset(self, request):
         return (
@@ -188,9 +256,23 @@ class LatAdmin(admin.ModelAdmin):
     @admin.display(description="sync")
     def sync_summary(self, obj: Lat):
         lines = [_sync_line(status) for status in obj.sync_statuses.all()]
+        lines += [("unknown", gap) for gap in lat_gaps(lat=obj)]
         if not lines:
             return "never synced"
         return format_html_join("", "<div>{}: {}</div>", lines)
+
+    @admin.display(description="in use")
+    def core_contracts_in_use(self, obj: Lat):
+        rows = [(name, obj.core_contract(name) or "unknown") for name in EIGENLAYER_CONTRACTS]
+        return format_html_join("", "<div>{}: {}</div>", rows)
+
+    @admin.display(description="what the service cannot know yet")
+    def gaps(self, obj: Lat):
+        return format_html_join("", "<div>{}</div>", ((gap,) for gap in lat_gaps(lat=obj))) or "-"
+
+    @admin.display(description="manifest as imported (every member, unknown ones too)")
+    def manifest_as_imported(self, obj: Lat):
+        return format_html("<pre>{}</pre>", json.dumps(obj.manifest, indent=2, sort_keys=True))
 
     def has_refresh_permission(self, request) -> bool:
         """A refresh rewrites the LAT's chain state: staff who may change LATs."""
@@ -233,24 +315,6 @@ def _https_urls(field, **kwargs):
     if isinstance(field, models.URLField):
         kwargs.setdefault("assume_scheme", "https")
     return field.formfield(**kwargs)
-
-
-class AddressFormField(forms.CharField):
-    """An address typed in any letter case, stored EIP-55 checksummed (as the services look it
-    up); blank is None when the field is optional."""
-
-    def to_python(self, value):
-        value = super().to_python(value)
-        return value or None
-
-    def validate(self, value) -> None:
-        super().validate(value)
-        if value is not None and not is_address(value):
-            raise forms.ValidationError("Enter an address 0x + 40 hex digits.", code="address")
-
-    def clean(self, value):
-        value = super().clean(value)
-        return None if value is None else checksum(value)
 
 
 class TagListField(forms.CharField):

@@ -14,7 +14,9 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from chain.results import Block
-from lats.models import ChainHead, Lat, SyncStatus
+from core.addresses import is_beacon_chain_eth
+from lats.models import ChainHead, Lat, PriceFeed, SyncStatus
+from lats.networks import NEEDED_FOR, READ_FROM_MANAGER
 
 logger = logging.getLogger(__name__)
 
@@ -91,3 +93,31 @@ def sync_status_recording(*, lat: Lat, job: str) -> Iterator[None]:
         logger.warning("%s of %s failed: %s: %s", job, lat.proxy_address, type(exc).__name__, exc)
         sync_status_failure(lat=lat, job=job, error=exc)
         raise
+
+
+def lat_gaps(*, lat: Lat, feeds: set[tuple[int, str]] | None = None) -> list[str]:
+    """What the service cannot know of the LAT until staff (or a manifest) tell it, in words
+    for ops (admin's sync status, `/health`): a unit of account without a price feed, an
+    EigenLayer core contract named nowhere. `feeds` are the (chain id, token) pairs that have a
+    price feed; read here when not given."""
+    gaps = []
+    if not is_beacon_chain_eth(lat.base_asset):
+        if feeds is None:
+            has_feed = PriceFeed.objects.filter(
+                chain_id=lat.chain_id, token_address=lat.base_asset
+            ).exists()
+        else:
+            has_feed = (lat.chain_id, lat.base_asset) in feeds
+        if not has_feed:
+            gaps.append(
+                f"no price feed for the unit of account {lat.base_asset}: its values in ETH are "
+                "unknown until staff set one (admin: Price feeds)"
+            )
+    for name in NEEDED_FOR:
+        if lat.core_contract(name):
+            continue
+        where = f"no preset for chain {lat.chain_id}, no manifest eigenlayer.{name}, no override"
+        if name in READ_FROM_MANAGER:
+            where += ", and the LiquidTokenManager has not named one (yet: the state job reads it)"
+        gaps.append(f"{name} unknown ({where}): {NEEDED_FOR[name]} unknown")
+    return gaps

@@ -171,6 +171,14 @@ class HealthLatSerializer(serializers.Serializer):
     lagSeconds = serializers.IntegerField(
         allow_null=True, help_text="Whole seconds from lastSyncedAt to now; null if unknown."
     )
+    gaps = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="What the service cannot know of the LAT until staff or its manifest say: a "
+        "unit of account without a price feed (its values in ETH unknown), an EigenLayer core "
+        "contract that no network preset, manifest or admin override names (the APY from "
+        "rewards, operator splits or AVS metadata unknown). Empty when nothing is missing; "
+        "it does not change `status`.",
+    )
 
 
 class HealthChecksSerializer(serializers.Serializer):

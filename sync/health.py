@@ -26,14 +26,16 @@ LATs: `lastIndexedBlock` is the last block its deposits job indexed (which stays
 CHAIN_CONFIRMATIONS blocks behind the head); `lagBlocks` = the chain's `lastHead` minus it;
 `lagSeconds` = now minus the older of the last successes of its `deposits` and `state` jobs
 (null while either never succeeded). A LAT lags when `lagSeconds` is null or above
-SYNC_LAG_ALERT_SECONDS.
+SYNC_LAG_ALERT_SECONDS. `gaps` lists what the service cannot know of the LAT until staff or a
+manifest tell it (`lats.sync_status.lat_gaps`: a unit of account without a price feed, an
+EigenLayer core contract that no preset, manifest or override names); it does not change the
+status.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -47,7 +49,8 @@ from django.db.utils import load_backend
 from django.utils import timezone
 
 from core import redisguard
-from lats.models import Lat, SyncStatus
+from lats.models import Lat, PriceFeed, SyncStatus
+from lats.sync_status import lat_gaps
 
 HEALTH_DB_TIMEOUT: Final = 0.6  # seconds a request waits for the database probe
 HEALTH_REDIS_TIMEOUT: Final = 0.2  # connect and socket timeouts of the Redis PING, each
@@ -193,7 +196,13 @@ def _chain_check(chain_id: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _lat_check(lat: Mapping[str, Any], rows: list[dict[str, Any]], head: int | None, now: datetime):
+def _lat_check(
+    lat: Lat,
+    rows: list[dict[str, Any]],
+    head: int | None,
+    now: datetime,
+    feeds: set[tuple[int, str]],
+) -> dict[str, Any]:
     by_job = {r["job"]: r for r in rows}
     deposits = by_job.get(SyncStatus.Job.DEPOSITS, {})
     indexed = deposits.get("last_block") if deposits.get("last_success_at") else None
@@ -203,45 +212,55 @@ def _lat_check(lat: Mapping[str, Any], rows: list[dict[str, Any]], head: int | N
     lag_seconds = None if oldest is None else max(0, int((now - oldest).total_seconds()))
     lagging = lag_seconds is None or lag_seconds > settings.SYNC_LAG_ALERT_SECONDS
     return {
-        "address": lat["proxy_address"],
-        "symbol": lat["symbol"],
-        "chainId": lat["chain_id"],
+        "address": lat.proxy_address,
+        "symbol": lat.symbol,
+        "chainId": lat.chain_id,
         "status": "lagging" if lagging else OK,
         "lastIndexedBlock": indexed,
         "lagBlocks": None if head is None or indexed is None else max(0, head - indexed),
         "lastSyncedAt": oldest,
         "lagSeconds": lag_seconds,
+        "gaps": lat_gaps(lat=lat, feeds=feeds),
     }
 
 
-def _read_sync_state() -> tuple[list[Mapping[str, Any]], list[dict[str, Any]]]:
+# What a LAT's row of /health reads: its identity, and what lat_gaps looks at.
+_LAT_FIELDS = (
+    "id",
+    "proxy_address",
+    "symbol",
+    "chain_id",
+    "base_asset",
+    *Lat.OVERRIDE_FIELDS.values(),
+    "eigenlayer_from_chain",
+)
+
+
+def _read_sync_state() -> tuple[list[Lat], list[dict[str, Any]], set[tuple[int, str]]]:
     fields = ("lat_id", "job", "last_block", "last_success_at", "last_error", "last_error_at")
     with transaction.atomic():
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
-        lats: list[Mapping[str, Any]] = list(
-            Lat.objects.order_by("chain_id", "proxy_address").values(
-                "id", "proxy_address", "symbol", "chain_id"
-            )
-        )
+        lats = list(Lat.objects.order_by("chain_id", "proxy_address").only(*_LAT_FIELDS))
         rows = list(SyncStatus.objects.order_by("lat_id", "job").values(*fields))
-    return lats, rows
+        feeds = set(PriceFeed.objects.values_list("chain_id", "token_address"))
+    return lats, rows, feeds
 
 
 def _sync_checks() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    lats, rows = _read_sync_state()
+    lats, rows, feeds = _read_sync_state()
     rows_of: dict[int, list[dict[str, Any]]] = {}
     for row in rows:
         rows_of.setdefault(row["lat_id"], []).append(row)
     chain_rows: dict[int, list[dict[str, Any]]] = {}
     for lat in lats:
-        chain_rows.setdefault(lat["chain_id"], []).extend(rows_of.get(lat["id"], []))
+        chain_rows.setdefault(lat.chain_id, []).extend(rows_of.get(lat.id, []))
     chains = [_chain_check(chain_id, chain_rows[chain_id]) for chain_id in sorted(chain_rows)]
     heads = {chain["chainId"]: chain["lastHead"] for chain in chains}
     now = timezone.now()
     lat_checks = [
-        _lat_check(lat, rows_of.get(lat["id"], []), heads[lat["chain_id"]], now) for lat in lats
+        _lat_check(lat, rows_of.get(lat.id, []), heads[lat.chain_id], now, feeds) for lat in lats
     ]
     return chains, lat_checks
 

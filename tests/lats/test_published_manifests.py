@@ -23,6 +23,7 @@ from lats.models import Avs, Lat, PriceFeed
 from lats.networks import NETWORKS
 from metrics.models import MetricSnapshot
 from tests import factories as f
+from tests.adminpages import change_url, changelist_url, form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -342,3 +343,37 @@ def test_presets_are_the_published_tables():
         assert set(network.eigenlayer) == set(Lat.OVERRIDE_FIELDS)
         for address in network.eigenlayer.values():
             assert checksum(address) == address  # stored in EIP-55 form
+
+
+# --- admin: the stored manifest shown, the unit of account and the overrides edited ------------
+
+
+def test_admin_shows_the_manifest_and_edits_unit_of_account_and_overrides(admin_client):
+    lat_import(HOLESKY)
+    lat = Lat.objects.get()
+    url = change_url(lat)
+    page = admin_client.get(url)
+    body = page.content.decode()
+    assert "deploymentTimestamp" in body  # the manifest's members, unknown ones too
+    assert "0x48F8BE189372d8aE0Aca865330E918570623B2fa" in body  # roles.priceUpdater
+    assert HOLESKY_CORE["rewardsCoordinator"] in body  # the preset in use
+    data = form_data(page)
+    assert data["base_asset"] == ETH
+    token = "0x3f1c547b21f65e10480de3ad8e19faac46c95034"  # any letter case
+    data.update({"base_asset": token, "rewards_coordinator": "0x" + "cd" * 20})
+    response = admin_client.post(url, data)
+    assert response.status_code == 302, response.context["errors"] if response.context else ""
+    lat.refresh_from_db()
+    assert lat.base_asset == "0x3F1c547b21f65e10480dE3ad8E19fAAC46C95034"
+    assert lat.rewards_coordinator == checksum("0x" + "cd" * 20)
+    assert lat.core_contract("rewardsCoordinator") == checksum("0x" + "cd" * 20)
+    assert lat.avs_directory == ""  # left blank: the preset
+    assert lat.core_contract("avsDirectory") == HOLESKY_CORE["avsDirectory"]
+    # The new unit of account has no feed: the LAT's sync status says so.
+    listing = admin_client.get(changelist_url(Lat)).content.decode()
+    assert "no price feed for the unit of account 0x3F1c547b21f65e10480dE3ad8E19fAAC46C95034" in (
+        listing
+    )
+    # The manifest itself is not editable.
+    data = form_data(admin_client.get(url))
+    assert "manifest" not in data

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from chain.errors import ChainCallReverted, ChainUnavailable
 from core import redisguard
-from lats.models import SyncStatus
+from lats.models import PriceFeed, SyncStatus
 from lats.sync_status import sync_status_failure
 from tests import factories as f
 from tests.ports import closed_port
@@ -88,8 +88,11 @@ def lat_entry(lat, *, indexed, lag_blocks, synced_at, status="ok") -> dict:
 
 
 def without_lag_seconds(body: dict) -> tuple[dict, list]:
-    """The body with each LAT's lagSeconds taken out (the clock moves), and those values."""
+    """The body with each LAT's lagSeconds taken out (the clock moves), and those values; each
+    LAT's `gaps` are taken out too (test_gaps_say_what_the_service_cannot_know checks them)."""
     lags = [lat.pop("lagSeconds") for lat in body["checks"]["lats"]]
+    for lat in body["checks"]["lats"]:
+        lat.pop("gaps")
     return body, lags
 
 
@@ -307,3 +310,42 @@ def test_version_without_a_checkout_is_unknown(api, monkeypatch, settings, tmp_p
     monkeypatch.delenv("SOURCE_COMMIT", raising=False)
     settings.BASE_DIR = tmp_path
     assert api.get("/version").json()["commit"] == "unknown"
+
+
+def test_gaps_say_what_the_service_cannot_know(api):
+    token = A(0x70C)
+    # Mainnet: EigenLayer's contracts are presets; the unit of account has no price feed yet.
+    f.LatFactory(proxy_address=A(0x2001), symbol="tLAT", chain_id=1, base_asset=token)
+    # A devnet naming its contracts itself: nothing missing.
+    f.LatFactory(
+        proxy_address=A(0x2002),
+        symbol="dLAT",
+        chain_id=31337,
+        delegation_manager=A(0xD1),
+        strategy_manager=A(0xD2),
+        rewards_coordinator=A(0xD3),
+        avs_directory=A(0xD4),
+        allocation_manager=A(0xD5),
+    )
+    # A chain without a preset whose manifest named only the DelegationManager.
+    f.LatFactory(proxy_address=A(0x2003), symbol="xLAT", chain_id=99, delegation_manager=A(0xD1))
+    body = api.get("/health").json()
+    gaps = {lat["symbol"]: lat["gaps"] for lat in body["checks"]["lats"]}
+    assert gaps["tLAT"] == [
+        f"no price feed for the unit of account {token}: its values in ETH are unknown until "
+        "staff set one (admin: Price feeds)"
+    ]
+    assert gaps["dLAT"] == []
+    none = "no preset for chain 99, no manifest eigenlayer.{}, no override"
+    assert gaps["xLAT"] == [
+        f"rewardsCoordinator unknown ({none.format('rewardsCoordinator')}): APY from AVS "
+        "rewards and operator splits unknown",
+        f"avsDirectory unknown ({none.format('avsDirectory')}): AVS metadata unknown",
+        f"allocationManager unknown ({none.format('allocationManager')}): AVS metadata of "
+        "operator-set AVSs unknown",
+    ]
+    # Gaps do not make the service degraded: what is known is served.
+    assert {lat["status"] for lat in body["checks"]["lats"]} == {"lagging"}
+    PriceFeed.objects.create(chain_id=1, token_address=token, feed_address=A(0xFEED))
+    body = api.get("/health").json()
+    assert {lat["symbol"]: lat["gaps"] for lat in body["checks"]["lats"]}["tLAT"] == []

@@ -16,10 +16,11 @@ class MetricSnapshot(models.Model):
     total_tvl_eth = models.DecimalField(max_digits=40, decimal_places=18, default=0)
     staked_tvl_eth = models.DecimalField(max_digits=40, decimal_places=18, default=0)
     unstaked_tvl_eth = models.DecimalField(max_digits=40, decimal_places=18, default=0)
-    apy = models.DecimalField(max_digits=20, decimal_places=8, default=0)
+    # Null where the chain's RewardsCoordinator is unknown (no preset, manifest or override).
+    apy = models.DecimalField(max_digits=20, decimal_places=8, default=0, null=True)
     base_apy = models.DecimalField(max_digits=20, decimal_places=8, default=0)
     native_apy = models.DecimalField(max_digits=20, decimal_places=8, default=0)
-    total_apy = models.DecimalField(max_digits=20, decimal_places=8, default=0)
+    total_apy = models.DecimalField(max_digits=20, decimal_places=8, default=0, null=True)
     total_users = models.PositiveBigIntegerField(
         default=0, help_text="Holders: addresses with a LAT balance above zero at the snapshot."
     )

@@ -49,10 +49,10 @@ class HistoricalPoint:
     total_tvl_eth: Decimal
     staked_tvl_eth: Decimal
     unstaked_tvl_eth: Decimal
-    apy: Decimal
+    apy: Decimal | None
     base_apy: Decimal
     native_apy: Decimal
-    total_apy: Decimal
+    total_apy: Decimal | None
     total_users: int
 
 
@@ -173,13 +173,18 @@ def lat_tvl(
     )
 
 
-def lat_apys(*, lat: Lat | LatRecord) -> dict[str, dict[str, str]]:
-    """Stored APY windows, every window and member present ("0" where nothing is known)."""
+def lat_apys(*, lat: Lat | LatRecord) -> dict[str, dict[str, str | None]]:
+    """Stored APY windows, every window and member present ("0" where nothing is recorded
+    yet; `apy` and `totalApy` null where the rewards APY is unknown: no RewardsCoordinator)."""
     stored = lat.apys or {}
-    return {
-        window: {name: str((stored.get(window) or {}).get(name, "0")) for name in APY_FIELDS}
-        for window in APY_WINDOWS
-    }
+    out: dict[str, dict[str, str | None]] = {}
+    for window in APY_WINDOWS:
+        values = stored.get(window) or {}
+        out[window] = {
+            name: None if values.get(name, "0") is None else str(values.get(name, "0"))
+            for name in APY_FIELDS
+        }
+    return out
 
 
 def tvl_document(tvl: Tvl) -> dict:

@@ -73,8 +73,16 @@ def _pct(value: Decimal) -> Decimal:
     return value.quantize(Decimal(10) ** -8, context=_WIDE)
 
 
+def _pct_or_null(value: str | None) -> Decimal | None:
+    return None if value is None else _pct(Decimal(value))
+
+
 def _fmt(value: Decimal) -> str:
     return format(value.quantize(Decimal("0.0001")).normalize(), "f")
+
+
+def _fmt_or_null(value: Decimal | None) -> str | None:
+    return None if value is None else _fmt(value)
 
 
 def _submissions(*, lat: Lat, links, until: datetime) -> list[tuple[RewardSubmission, Decimal]]:
@@ -270,8 +278,9 @@ def metrics_refresh(*, lat: Lat, gateway: Gateway | None = None) -> MetricSnapsh
     return snapshot
 
 
-def _avg30d(lat: Lat, now: datetime, base: Decimal) -> dict[str, str]:
-    """The mean of the last 30 daily values (each day's last snapshot)."""
+def _avg30d(lat: Lat, now: datetime, base: Decimal, rewards_known: bool) -> dict[str, str | None]:
+    """The mean of the last 30 daily values (each day's last snapshot); the rewards APY (and
+    the total) null where the RewardsCoordinator is unknown, over the days that have one."""
     per_day: dict = {}
     for timestamp, native, rewards in (
         MetricSnapshot.objects.filter(lat=lat, timestamp__gte=now - timedelta(days=30))
@@ -282,13 +291,15 @@ def _avg30d(lat: Lat, now: datetime, base: Decimal) -> dict[str, str]:
     daily = list(per_day.values())
 
     def mean(index: int) -> Decimal:
-        return sum((d[index] for d in daily), Decimal(0)) / len(daily) if daily else Decimal(0)
+        values = [d[index] for d in daily if d[index] is not None]
+        return sum(values, Decimal(0)) / len(values) if values else Decimal(0)
 
+    rewards = mean(1) if rewards_known else None
     return {
-        "apy": _fmt(mean(1)),
+        "apy": _fmt_or_null(rewards),
         "baseApy": _fmt(base),
         "nativeApy": _fmt(mean(0)),
-        "totalApy": _fmt(mean(1) + base),
+        "totalApy": _fmt_or_null(None if rewards is None else rewards + base),
     }
 
 
@@ -305,18 +316,22 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
     tvl = lat_tvl(lat=lat, links=links)
     rate_now = exchange_rate(lat.total_assets, lat.total_supply)
     history = MetricSnapshot.objects.filter(lat=lat).exclude(timestamp=hour)
-    apys: dict[str, dict[str, str]] = {}
+    apys: dict[str, dict[str, str | None]] = {}
     base = _base_apy(links, tvl)
     submissions = _submissions(lat=lat, links=links, until=now)
+    # Without a RewardsCoordinator no submission can be read: the rewards APY is unknown, not 0.
+    rewards_known = bool(lat.core_contract("rewardsCoordinator"))
     for window, span in WINDOWS.items():
         then = history.filter(timestamp__gte=now - span).order_by("timestamp").first()
         native = _native_apy(now, rate_now, then)
-        rewards = _rewards_apy(submissions, tvl.staked_tvl, now=now, span=span)
+        rewards = (
+            _rewards_apy(submissions, tvl.staked_tvl, now=now, span=span) if rewards_known else None
+        )
         apys[window] = {
-            "apy": _fmt(rewards),
+            "apy": _fmt_or_null(rewards),
             "baseApy": _fmt(base),
             "nativeApy": _fmt(native),
-            "totalApy": _fmt(rewards + base),
+            "totalApy": _fmt_or_null(None if rewards is None else rewards + base),
         }
     holders, ever = HolderTally.objects.filter(lat=lat).values_list("holders", "ever").first() or (
         0,
@@ -329,10 +344,10 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
         "total_tvl_eth": _eth(tvl.tvl),
         "staked_tvl_eth": _eth(tvl.staked_tvl),
         "unstaked_tvl_eth": _eth(tvl.unstaked_tvl + tvl.queued_tvl),
-        "apy": _pct(Decimal(apys["current"]["apy"])),
+        "apy": _pct_or_null(apys["current"]["apy"]),
         "base_apy": _pct(base),
-        "native_apy": _pct(Decimal(apys["current"]["nativeApy"])),
-        "total_apy": _pct(Decimal(apys["current"]["totalApy"])),
+        "native_apy": _pct(Decimal(str(apys["current"]["nativeApy"]))),
+        "total_apy": _pct_or_null(apys["current"]["totalApy"]),
         "total_users": holders,
         "ever_holders": ever,
     }
@@ -341,7 +356,7 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
         snapshot = MetricSnapshot.objects.create(lat=lat, timestamp=hour, **values)
     else:
         model_update(snapshot, values)
-    apys["avg30d"] = _avg30d(lat, now, base)
+    apys["avg30d"] = _avg30d(lat, now, base, rewards_known)
     ordered = {w: apys[w] for w in APY_WINDOWS}
     if lat.apys != ordered:
         Lat.objects.filter(pk=lat.pk).update(apys=ordered)

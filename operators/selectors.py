@@ -130,9 +130,10 @@ def lat_operator_groups(*, lat: Lat) -> list[tuple[Operator, list[StakerNode]]]:
 DEFAULT_OPERATOR_SPLIT_BIPS = 1000  # EigenLayer's default operator split: 10%
 
 
-def lat_avg_operator_fee(*, lat: Lat) -> Decimal:
+def lat_avg_operator_fee(*, lat: Lat) -> Decimal | None:
     """The mean split (percent) of the operators the LAT's nodes delegate to, for the LAT's
-    AVS (EigenLayer's default where an operator set none); 0 with no operator."""
+    AVS (EigenLayer's default where an operator set none); 0 with no operator; None where the
+    chain's RewardsCoordinator is unknown (the splits cannot be read)."""
     operator_ids = set(
         StakerNode.objects.filter(lat=lat, operator__isnull=False).values_list(
             "operator_id", flat=True
@@ -140,6 +141,8 @@ def lat_avg_operator_fee(*, lat: Lat) -> Decimal:
     )
     if not operator_ids:
         return Decimal(0)
+    if not lat.core_contract("rewardsCoordinator"):
+        return None
     splits = dict(
         OperatorAvsSplit.objects.filter(
             operator_id__in=operator_ids, avs_id=lat.avs_id

@@ -67,6 +67,7 @@ def dataset(db) -> Dataset:
         max_nodes=5,
         total_assets=20 * 10**18,
         total_supply=16 * 10**18,
+        rewards_coordinator=f.address(0xC0),  # chain 31337 has no preset: named, as a devnet does
         contract_deployments={
             "implementation": {"liquidTokenManager": f.address(0x3001)},
             "proxy": {"liquidTokenManager": f.address(0x3002)},
@@ -100,6 +101,7 @@ def dataset(db) -> Dataset:
         base_asset_symbol="NAT",
         max_nodes=3,
         unit_eth_price=10**16,
+        rewards_coordinator=f.address(0xC0),
         total_assets=100 * 10**18,
         total_supply=100 * 10**18,
     )

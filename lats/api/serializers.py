@@ -90,10 +90,17 @@ class TvlSerializer(serializers.Serializer):
 
 
 class ApyValuesSerializer(serializers.Serializer):
-    apy = serializers.CharField(read_only=True, help_text="AVS rewards APY, percent.")
+    apy = serializers.CharField(
+        read_only=True,
+        allow_null=True,
+        help_text="AVS rewards APY, percent; null where the chain's EigenLayer "
+        "RewardsCoordinator is unknown (no network preset, manifest or admin override).",
+    )
     baseApy = serializers.CharField(read_only=True, help_text="Underlying tokens' yield, percent.")
     nativeApy = serializers.CharField(read_only=True, help_text="Exchange-rate growth, percent.")
-    totalApy = serializers.CharField(read_only=True, help_text="apy + baseApy, percent.")
+    totalApy = serializers.CharField(
+        read_only=True, allow_null=True, help_text="apy + baseApy, percent; null with apy."
+    )
 
 
 class ApysSerializer(serializers.Serializer):
@@ -176,9 +183,12 @@ class FeeStructureSerializer(serializers.Serializer):
     performanceFee = serializers.FloatField(read_only=True, help_text="Percent, set by staff.")
     avgOperatorPerformanceFee = serializers.FloatField(
         read_only=True,
+        allow_null=True,
         help_text=(
             "Mean operator AVS split of the delegated operators, percent (10 where an operator "
-            "set none; 0 when the LAT delegates to no operator)."
+            "set none; 0 when the LAT delegates to no operator); null where the chain's "
+            "EigenLayer RewardsCoordinator is unknown (no network preset, manifest or admin "
+            "override), so the splits cannot be read."
         ),
     )
 

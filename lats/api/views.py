@@ -172,7 +172,9 @@ class LatFeesView(ConditionalReadMixin, APIView):
     def get(self, request, address: str):
         lat = selectors.lat_get(address=parse_address(address, field="address"))
         average = operator_selectors.lat_avg_operator_fee(lat=lat)
-        fees = selectors.lat_fee_structure(lat=lat) | {"avgOperatorPerformanceFee": float(average)}
+        fees = selectors.lat_fee_structure(lat=lat) | {
+            "avgOperatorPerformanceFee": None if average is None else float(average)
+        }
         return Response({"data": fees})
 
 

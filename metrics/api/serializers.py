@@ -10,10 +10,16 @@ class HistoricalPointSerializer(serializers.Serializer):
     totalTvlEth = NumberField(source="total_tvl_eth")
     stakedTvlEth = NumberField(source="staked_tvl_eth")
     unstakedTvlEth = NumberField(source="unstaked_tvl_eth")
-    apy = NumberField()
+    apy = NumberField(
+        allow_null=True,
+        help_text="AVS rewards APY, percent; null where the chain's EigenLayer "
+        "RewardsCoordinator is unknown (no network preset, manifest or admin override).",
+    )
     baseApy = NumberField(source="base_apy")
     nativeApy = NumberField(source="native_apy")
-    totalApy = NumberField(source="total_apy")
+    totalApy = NumberField(
+        source="total_apy", allow_null=True, help_text="apy + baseApy, percent; null with apy."
+    )
     totalUsers = serializers.IntegerField(
         source="total_users",
         read_only=True,

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime as dt
 import json
 
 import pytest
 from django.core.management import call_command
+from drf_spectacular.generators import SchemaGenerator
 from web3 import Web3
 
 from devchain.devnet import contract, load_artifacts, write_manifests
 from lats.avs_metadata import avs_refresh_metadata
 from lats.models import Lat, PriceFeed
 from lats.sync_status import lat_gaps
+from metrics.services import snapshot_record
 from operators.models import NodeAsset, OperatorAvsSplit, StakerNode
 from sync.refresh import refresh_state
 from tests import factories as f
@@ -151,3 +154,49 @@ def test_gaps_of_a_unit_of_account_without_a_feed():
     ]
     PriceFeed.objects.create(chain_id=1, token_address=token, feed_address=f.address(0xFEED))
     assert lat_gaps(lat=lat) == []
+
+
+# --- no RewardsCoordinator known: the APY from rewards and the operator splits are null ---------
+
+
+def test_without_a_rewards_coordinator_the_rewards_apy_and_operator_fee_are_null(api, dataset):
+    lat = dataset.eth_lat
+    Lat.objects.filter(pk=lat.pk).update(rewards_coordinator="")  # chain 31337: no preset
+    snapshot_record(lat=lat, at=dt.datetime(2026, 3, 2, 12, tzinfo=dt.UTC))
+
+    body = api.get(f"/lat/{lat.proxy_address}?withRewards=true").json()
+    for window, values in body["apys"].items():
+        assert values["apy"] is None, window
+        assert values["totalApy"] is None, window
+        assert values["nativeApy"] == "0", window  # what is known is served
+        assert values["baseApy"] == "0", window
+    # The LAT's nodes delegate to two operators, whose splits cannot be read.
+    fees = api.get(f"/lat/{lat.proxy_address}/fees").json()["data"]
+    assert fees["avgOperatorPerformanceFee"] is None
+    assert fees["managementFee"] == 2.5
+    points = api.get(
+        f"/metrics/historical/lat/{lat.proxy_address}",
+        {"startAt": "2026-03-01", "endAt": "2026-03-03"},
+    ).json()["data"]
+    assert points
+    assert all(p["apy"] is None and p["totalApy"] is None for p in points)
+    assert all(p["nativeApy"] == 0 for p in points)
+
+
+def test_the_schema_documents_the_nulls():
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    components = schema["components"]["schemas"]
+
+    def nullable(component: str, field: str) -> bool:
+        return bool(components[component]["properties"][field].get("nullable"))
+
+    assert nullable("ApyValues", "apy")
+    assert nullable("ApyValues", "totalApy")
+    assert not nullable("ApyValues", "nativeApy")
+    assert nullable("HistoricalPoint", "apy")
+    assert nullable("HistoricalPoint", "totalApy")
+    assert nullable("FeeStructure", "avgOperatorPerformanceFee")
+    assert (
+        "RewardsCoordinator is unknown"
+        in (components["FeeStructure"]["properties"]["avgOperatorPerformanceFee"]["description"])
+    )

@@ -263,13 +263,14 @@ def wallet_positions(*, address: str) -> list[dict[str, Any]]:
     positions = []
     for lat in sorted(lats, key=lambda lat: (lat.chain_id, lat.proxy_address.lower())):
         balance = int(balances.get(lat.id, 0))
+        value_eth = lat_balance_eth(lat, balance)  # None while the unit's ETH price is unknown
         positions.append(
             {
                 "latAddress": lat.proxy_address,
                 "latSymbol": lat.symbol,
                 "chainId": lat.chain_id,
                 "balance": str(balance),
-                "valueEth": float(lat_balance_eth(lat, balance)),
+                "valueEth": None if value_eth is None else float(value_eth),
                 "deposits": deposits.get(lat.id, 0),
             }
         )

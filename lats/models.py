@@ -197,7 +197,11 @@ class Lat(models.Model):
     prices_stale = models.BooleanField(null=True, blank=True)
     last_price_update = models.DateTimeField(null=True, blank=True)
     unit_eth_price = UintField(
-        help_text="ETH price of the unit of account, 1e18-scaled (1e18 for ETH LATs)."
+        null=True,
+        blank=True,
+        default=None,
+        help_text="ETH price of the unit of account, 1e18-scaled (1e18 for ETH LATs); null "
+        "while unknown (a token without a price feed): the LAT's values in ETH are then null.",
     )
     apys = models.JSONField(default=dict, blank=True, editable=False)
     state_block = models.PositiveBigIntegerField(

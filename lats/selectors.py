@@ -83,7 +83,7 @@ class LatRecord:
     base_asset: str
     base_asset_symbol: str
     group_override: str
-    unit_eth_price: Decimal
+    unit_eth_price: Decimal | None
     total_assets: Decimal
     total_supply: Decimal
     apys: dict
@@ -179,7 +179,7 @@ def _record(row: tuple) -> LatRecord:
         base_asset,
         base_symbol,
         override,
-        _uint(unit_price),
+        None if unit_price is None else _uint(unit_price),
         _uint(assets),
         _uint(supply),
         json_column(apys),

@@ -95,19 +95,21 @@ def lat_state_stored(*, lat: Lat, block: Block, changed: int) -> None:
         lat.save(update_fields=["state_block"])
 
 
-def _unit_eth_price(lat: Lat, gateway: Gateway, block: Block) -> int:
+def _unit_eth_price(lat: Lat, gateway: Gateway, block: Block) -> int | None:
+    """The unit of account's ETH price (1e18-scaled) from its feed at the block; None (unknown)
+    while staff have set no feed for it."""
     if is_beacon_chain_eth(lat.base_asset):
         return WAD
     feed = PriceFeed.objects.filter(chain_id=lat.chain_id, token_address=lat.base_asset).first()
     if feed is None:
-        return int(lat.unit_eth_price)
+        return None
     answer, decimals = gateway.price_feed(feed=feed.feed_address, block=block)
     feed.updated_at = timezone.now()
     model_update(feed, {"answer": answer, "decimals": decimals}, also=("updated_at",))
     return answer * WAD // 10**decimals
 
 
-def _store_lat(lat: Lat, state: LatState, unit_price: int) -> int:
+def _store_lat(lat: Lat, state: LatState, unit_price: int | None) -> int:
     values = {
         "name": state.name,
         "symbol": state.symbol,

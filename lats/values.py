@@ -31,7 +31,7 @@ class Valued(Supply, Protocol):
     @property
     def base_asset(self) -> str: ...
     @property
-    def unit_eth_price(self) -> Decimal | int: ...
+    def unit_eth_price(self) -> Decimal | int | None: ...
 
 
 def exchange_rate(total_assets: Decimal | int, total_supply: Decimal | int) -> Decimal:
@@ -57,21 +57,32 @@ def shares_for_one_token(lat: Supply, token: Priced) -> Decimal:
     return Decimal(raw) / WAD_DECIMAL
 
 
-def unit_eth_price(lat: Valued) -> Decimal:
-    """ETH value of one unit of account, 1e18-scaled."""
+def unit_eth_price(lat: Valued) -> Decimal | None:
+    """ETH value of one unit of account, 1e18-scaled; None while unknown (a unit of account
+    without a price feed)."""
     if is_beacon_chain_eth(lat.base_asset):
         return WAD_DECIMAL
-    return Decimal(lat.unit_eth_price)
+    return None if lat.unit_eth_price is None else Decimal(lat.unit_eth_price)
 
 
-def to_eth(lat: Valued, token: Priced, amount: Decimal) -> Decimal:
-    """Token units -> ETH (whole), through pricePerUnit and the unit's ETH price."""
-    in_unit = amount * Decimal(token.price_per_unit) / (Decimal(10) ** token.decimals) / WAD_DECIMAL
-    return in_unit * unit_eth_price(lat) / WAD_DECIMAL
+def to_unit(token: Priced, amount: Decimal) -> Decimal:
+    """Token units -> the unit of account (whole), through pricePerUnit."""
+    return amount * Decimal(token.price_per_unit) / (Decimal(10) ** token.decimals) / WAD_DECIMAL
 
 
-def lat_balance_eth(lat: Valued, balance: int) -> Decimal:
+def to_eth(lat: Valued, token: Priced, amount: Decimal) -> Decimal | None:
+    """Token units -> ETH (whole), through pricePerUnit and the unit's ETH price; None while
+    the unit's ETH price is unknown."""
+    price = unit_eth_price(lat)
+    return None if price is None else to_unit(token, amount) * price / WAD_DECIMAL
+
+
+def lat_balance_eth(lat: Valued, balance: int) -> Decimal | None:
     """A LAT balance (smallest unit) in ETH (whole): to the unit of account at the stored
-    totalAssets / totalSupply, then through the unit's ETH price, as the TVL is."""
+    totalAssets / totalSupply, then through the unit's ETH price, as the TVL is; None while
+    that price is unknown."""
+    price = unit_eth_price(lat)
+    if price is None:
+        return None
     in_unit = Decimal(balance) * exchange_rate(lat.total_assets, lat.total_supply) / WAD_DECIMAL
-    return in_unit * unit_eth_price(lat) / WAD_DECIMAL / WAD_DECIMAL
+    return in_unit * price / WAD_DECIMAL / WAD_DECIMAL

@@ -13,9 +13,10 @@ class MetricSnapshot(models.Model):
     block_number = models.PositiveBigIntegerField(default=0)
     total_assets = UintField()
     total_supply = UintField()
-    total_tvl_eth = models.DecimalField(max_digits=40, decimal_places=18, default=0)
-    staked_tvl_eth = models.DecimalField(max_digits=40, decimal_places=18, default=0)
-    unstaked_tvl_eth = models.DecimalField(max_digits=40, decimal_places=18, default=0)
+    # Null while the unit of account's ETH price is unknown (no price feed yet).
+    total_tvl_eth = models.DecimalField(max_digits=40, decimal_places=18, default=0, null=True)
+    staked_tvl_eth = models.DecimalField(max_digits=40, decimal_places=18, default=0, null=True)
+    unstaked_tvl_eth = models.DecimalField(max_digits=40, decimal_places=18, default=0, null=True)
     # Null where the chain's RewardsCoordinator is unknown (no preset, manifest or override).
     apy = models.DecimalField(max_digits=20, decimal_places=8, default=0, null=True)
     base_apy = models.DecimalField(max_digits=20, decimal_places=8, default=0)

@@ -23,7 +23,7 @@ from lats.selectors import (
     json_column,
     records_from_rows,
 )
-from lats.values import to_eth
+from lats.values import to_eth, unit_eth_price
 from metrics.models import MetricSnapshot
 from operators.models import NodeAsset, StakerNode
 
@@ -46,9 +46,9 @@ DEFAULT_WINDOW = {"1d": timedelta(days=31), "7d": timedelta(days=365)}
 @dataclass(frozen=True)
 class HistoricalPoint:
     timestamp: datetime
-    total_tvl_eth: Decimal
-    staked_tvl_eth: Decimal
-    unstaked_tvl_eth: Decimal
+    total_tvl_eth: Decimal | None
+    staked_tvl_eth: Decimal | None
+    unstaked_tvl_eth: Decimal | None
     apy: Decimal | None
     base_apy: Decimal
     native_apy: Decimal
@@ -136,12 +136,15 @@ def staked_amounts(*, lat_id: int) -> dict[int, Decimal]:
 
 @dataclass(frozen=True)
 class Tvl:
-    tvl: Decimal
-    unstaked_tvl: Decimal
-    staked_tvl: Decimal
-    queued_tvl: Decimal
+    """Values in ETH are None while the unit of account's ETH price is unknown (a token with
+    no price feed yet); the amounts in tokens are known."""
+
+    tvl: Decimal | None
+    unstaked_tvl: Decimal | None
+    staked_tvl: Decimal | None
+    queued_tvl: Decimal | None
     tvl_assets: dict[str, Decimal] = field(default_factory=dict)
-    tvl_assets_eth: dict[str, Decimal] = field(default_factory=dict)
+    tvl_assets_eth: dict[str, Decimal | None] = field(default_factory=dict)
 
 
 def lat_tvl(
@@ -153,16 +156,20 @@ def lat_tvl(
         staked = staked_amounts(lat_id=lat.id)
     unstaked_eth = staked_eth = queued_eth = Decimal(0)
     assets: dict[str, Decimal] = {}
-    assets_eth: dict[str, Decimal] = {}
+    assets_eth: dict[str, Decimal | None] = {}
+    price_known = unit_eth_price(lat) is not None
     for link in links:
         symbol = link.symbol
         staked_amount = staked.get(link.token_id, Decimal(0))
         total = Decimal(link.balance) + Decimal(link.queued_balance) + staked_amount
         assets[symbol] = total / (Decimal(10) ** link.decimals)
         assets_eth[symbol] = to_eth(lat, link, total)
-        unstaked_eth += to_eth(lat, link, Decimal(link.balance))
-        queued_eth += to_eth(lat, link, Decimal(link.queued_balance))
-        staked_eth += to_eth(lat, link, staked_amount)
+        if price_known:
+            unstaked_eth += to_eth(lat, link, Decimal(link.balance)) or Decimal(0)
+            queued_eth += to_eth(lat, link, Decimal(link.queued_balance)) or Decimal(0)
+            staked_eth += to_eth(lat, link, staked_amount) or Decimal(0)
+    if not price_known:
+        return Tvl(None, None, None, None, tvl_assets=assets, tvl_assets_eth=assets_eth)
     return Tvl(
         tvl=unstaked_eth + staked_eth + queued_eth,
         unstaked_tvl=unstaked_eth,
@@ -187,14 +194,18 @@ def lat_apys(*, lat: Lat | LatRecord) -> dict[str, dict[str, str | None]]:
     return out
 
 
+def _number(value: Decimal | None) -> float | None:
+    return None if value is None else float(value)
+
+
 def tvl_document(tvl: Tvl) -> dict:
     return {
-        "tvl": float(tvl.tvl),
-        "unstakedTvl": float(tvl.unstaked_tvl),
-        "stakedTvl": float(tvl.staked_tvl),
-        "queuedTvl": float(tvl.queued_tvl),
+        "tvl": _number(tvl.tvl),
+        "unstakedTvl": _number(tvl.unstaked_tvl),
+        "stakedTvl": _number(tvl.staked_tvl),
+        "queuedTvl": _number(tvl.queued_tvl),
         "tvlAssets": {k: float(v) for k, v in tvl.tvl_assets.items()},
-        "tvlAssetsEth": {k: float(v) for k, v in tvl.tvl_assets_eth.items()},
+        "tvlAssetsEth": {k: _number(v) for k, v in tvl.tvl_assets_eth.items()},
     }
 
 

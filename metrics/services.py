@@ -20,7 +20,7 @@ from deposits.models import HolderTally
 from lats.models import Lat, PriceFeed, SyncStatus, Token
 from lats.selectors import token_links
 from lats.sync_status import sync_status_recording, sync_status_success
-from lats.values import exchange_rate, to_eth
+from lats.values import WAD_DECIMAL, exchange_rate, to_eth
 from metrics.models import MetricSnapshot, RewardsCheckpoint, RewardSubmission
 from metrics.selectors import APY_WINDOWS, lat_tvl
 
@@ -49,13 +49,24 @@ def _native_apy(now: datetime, rate_now: Decimal, then: MetricSnapshot | None) -
 
 
 def _base_apy(links, tvl) -> Decimal:
-    """TVL-weighted staking yield of the LAT's tokens (Token.base_apy, set in admin)."""
-    total = tvl.tvl
+    """TVL-weighted staking yield of the LAT's tokens (Token.base_apy, set in admin). While the
+    unit of account's ETH price is unknown the weights are the tokens' values in the unit of
+    account: the same ratios, the ETH price being a factor common to every token of the LAT."""
+    if tvl.tvl is None:
+        weights = {
+            link.symbol: tvl.tvl_assets.get(link.symbol, Decimal(0))
+            * Decimal(link.price_per_unit)
+            / WAD_DECIMAL
+            for link in links
+        }
+    else:
+        weights = {symbol: value or Decimal(0) for symbol, value in tvl.tvl_assets_eth.items()}
+    total = sum(weights.values(), Decimal(0))
     if not total:
         return Decimal(0)
     weighted = Decimal(0)
     for link in links:
-        weighted += tvl.tvl_assets_eth.get(link.symbol, Decimal(0)) * link.base_apy
+        weighted += weights.get(link.symbol, Decimal(0)) * link.base_apy
     return weighted / total
 
 
@@ -67,6 +78,10 @@ _WIDE = Context(prec=78)
 def _eth(value: Decimal) -> Decimal:
     """At the scale of the snapshot's TVL columns, so that equal values compare equal."""
     return value.quantize(Decimal(10) ** -18, context=_WIDE)
+
+
+def _eth_or_null(value: Decimal | None) -> Decimal | None:
+    return None if value is None else _eth(value)
 
 
 def _pct(value: Decimal) -> Decimal:
@@ -85,7 +100,9 @@ def _fmt_or_null(value: Decimal | None) -> str | None:
     return None if value is None else _fmt(value)
 
 
-def _submissions(*, lat: Lat, links, until: datetime) -> list[tuple[RewardSubmission, Decimal]]:
+def _submissions(
+    *, lat: Lat, links, until: datetime
+) -> list[tuple[RewardSubmission, Decimal | None]]:
     """The AVS's reward submissions to any of the LAT's strategies that started by `until`,
     each with its amount in ETH (valued once, for every window)."""
     strategies = {link.strategy_address for link in links}
@@ -98,7 +115,7 @@ def _submissions(*, lat: Lat, links, until: datetime) -> list[tuple[RewardSubmis
     ]
 
 
-def _reward_eth(lat: Lat, links, submission: RewardSubmission) -> Decimal:
+def _reward_eth(lat: Lat, links, submission: RewardSubmission) -> Decimal | None:
     """The submission's amount in ETH: through the LAT's own price of the token, else the
     token's price feed; a token with neither is not counted."""
     link = next((link for link in links if link.address == submission.token), None)
@@ -113,19 +130,22 @@ def _reward_eth(lat: Lat, links, submission: RewardSubmission) -> Decimal:
 
 
 def _rewards_apy(
-    submissions: list[tuple[RewardSubmission, Decimal]],
-    stake_eth: Decimal,
+    submissions: list[tuple[RewardSubmission, Decimal | None]],
+    stake_eth: Decimal | None,
     *,
     now: datetime,
     span: timedelta,
-) -> Decimal:
+) -> Decimal | None:
     """AVS rewards APY of the LAT's stake over the window (now - span, now], percent.
 
     A submission pays its amount evenly over [start, start + duration]; the part that falls in
     the window, valued in ETH, is annualised and divided by the ETH value of the LAT's staked
     assets. All of a submission to the LAT's strategies counts for the LAT: exact when its
-    nodes are the AVS's only stakers in those strategies, an upper bound otherwise.
+    nodes are the AVS's only stakers in those strategies, an upper bound otherwise. None while
+    the stake's ETH value is unknown (a unit of account without a price feed).
     """
+    if stake_eth is None:
+        return None
     if not stake_eth:
         return Decimal(0)
     end = int(now.timestamp())
@@ -137,7 +157,7 @@ def _rewards_apy(
         overlap = min(paid_to, end) - max(paid_from, start)
         if overlap <= 0 or not submission.duration:
             continue
-        earned += amount_eth * overlap / submission.duration
+        earned += (amount_eth or Decimal(0)) * overlap / submission.duration
     return earned * YEAR / Decimal(end - start) / stake_eth * 100
 
 
@@ -294,7 +314,10 @@ def _avg30d(lat: Lat, now: datetime, base: Decimal, rewards_known: bool) -> dict
         values = [d[index] for d in daily if d[index] is not None]
         return sum(values, Decimal(0)) / len(values) if values else Decimal(0)
 
-    rewards = mean(1) if rewards_known else None
+    # Unknown where no coordinator is known, or where every day's was unknown (a unit of
+    # account without a price feed); "0" with too little history, as every window.
+    unknown = not rewards_known or (daily and all(d[1] is None for d in daily))
+    rewards = None if unknown else mean(1)
     return {
         "apy": _fmt_or_null(rewards),
         "baseApy": _fmt(base),
@@ -341,9 +364,11 @@ def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
         "block_number": lat.state_block or 0,
         "total_assets": lat.total_assets,
         "total_supply": lat.total_supply,
-        "total_tvl_eth": _eth(tvl.tvl),
-        "staked_tvl_eth": _eth(tvl.staked_tvl),
-        "unstaked_tvl_eth": _eth(tvl.unstaked_tvl + tvl.queued_tvl),
+        "total_tvl_eth": _eth_or_null(tvl.tvl),
+        "staked_tvl_eth": _eth_or_null(tvl.staked_tvl),
+        "unstaked_tvl_eth": None
+        if tvl.unstaked_tvl is None or tvl.queued_tvl is None
+        else _eth(tvl.unstaked_tvl + tvl.queued_tvl),
         "apy": _pct_or_null(apys["current"]["apy"]),
         "base_apy": _pct(base),
         "native_apy": _pct(Decimal(str(apys["current"]["nativeApy"]))),

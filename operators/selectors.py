@@ -57,9 +57,11 @@ def operator_nodes(*, operator: Operator) -> list[StakerNode]:
 
 @dataclass(frozen=True)
 class OperatorTvl:
-    tvl: Decimal
+    """Values in ETH are None where a LAT's unit of account has no known ETH price."""
+
+    tvl: Decimal | None
     tvl_strategies: dict[str, Decimal]
-    tvl_strategies_eth: dict[str, Decimal]
+    tvl_strategies_eth: dict[str, Decimal | None]
 
 
 class Pricing:
@@ -72,7 +74,7 @@ class Pricing:
             for link in LatToken.objects.filter(lat_id__in=list(self.lats)).order_by()
         }
 
-    def eth(self, lat_id: int, asset: NodeAsset) -> Decimal:
+    def eth(self, lat_id: int, asset: NodeAsset) -> Decimal | None:
         link = self.links.get((lat_id, asset.token_id))
         if link is None:
             return Decimal(0)
@@ -84,16 +86,19 @@ def nodes_tvl(nodes: list[StakerNode], *, pricing: Pricing | None = None) -> Ope
     if pricing is None:
         pricing = Pricing(list({node.lat_id: node.lat for node in nodes}.values()))
     amounts: dict[str, Decimal] = defaultdict(Decimal)
-    amounts_eth: dict[str, Decimal] = defaultdict(Decimal)
+    amounts_eth: dict[str, Decimal | None] = {}
     for node in nodes:
         for asset in node.assets.all():
             symbol = asset.token.symbol
             amounts[symbol] += Decimal(asset.staked_amount) / (Decimal(10) ** asset.token.decimals)
-            amounts_eth[symbol] += pricing.eth(node.lat_id, asset)
+            value, so_far = pricing.eth(node.lat_id, asset), amounts_eth.get(symbol, Decimal(0))
+            # One value unknown (a unit of account without a price feed) makes the sum unknown.
+            amounts_eth[symbol] = None if value is None or so_far is None else so_far + value
+    values = list(amounts_eth.values())
     return OperatorTvl(
-        tvl=sum(amounts_eth.values(), Decimal(0)),
+        tvl=None if None in values else sum((v for v in values if v is not None), Decimal(0)),
         tvl_strategies=dict(amounts),
-        tvl_strategies_eth=dict(amounts_eth),
+        tvl_strategies_eth=amounts_eth,
     )
 
 

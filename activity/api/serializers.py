@@ -60,8 +60,10 @@ class PositionSerializer(serializers.Serializer):
     chainId = serializers.IntegerField(read_only=True)
     balance = UintStringField(help_text="LAT balance, the LAT's smallest unit.")
     valueEth = NumberField(
+        allow_null=True,
         help_text="The balance in ETH: to the unit of account at the stored totalAssets / "
-        "totalSupply, then to ETH as the LAT's TVL is."
+        "totalSupply, then to ETH as the LAT's TVL is; null while the unit of account's ETH "
+        "price is unknown (a token with no price feed yet).",
     )
     deposits = serializers.IntegerField(
         read_only=True, help_text="Deposit records whose receiver is the wallet."

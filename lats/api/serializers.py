@@ -78,15 +78,29 @@ class AssetBalanceSerializer(serializers.Serializer):
     queuedBalance = UintStringField(source="queued_balance")
 
 
+_NULL_ETH = " Null while the unit of account's ETH price is unknown (no price feed yet)."
+
+
 class TvlSerializer(serializers.Serializer):
-    tvl = NumberField(help_text="Total value locked, ETH.")
-    unstakedTvl = NumberField(source="unstaked_tvl", help_text="Held by the LAT, ETH.")
-    stakedTvl = NumberField(source="staked_tvl", help_text="Staked in nodes, ETH.")
-    queuedTvl = NumberField(source="queued_tvl", help_text="Queued, ETH.")
+    tvl = NumberField(allow_null=True, help_text="Total value locked, ETH." + _NULL_ETH)
+    unstakedTvl = NumberField(
+        source="unstaked_tvl", allow_null=True, help_text="Held by the LAT, ETH." + _NULL_ETH
+    )
+    stakedTvl = NumberField(
+        source="staked_tvl", allow_null=True, help_text="Staked in nodes, ETH." + _NULL_ETH
+    )
+    queuedTvl = NumberField(
+        source="queued_tvl", allow_null=True, help_text="Queued, ETH." + _NULL_ETH
+    )
     tvlAssets = number_map(
         "tvl_assets", "Token symbol to amount held (unstaked + staked + queued), whole tokens."
     )
-    tvlAssetsEth = number_map("tvl_assets_eth", "Token symbol to the ETH value of that amount.")
+    tvlAssetsEth = serializers.DictField(
+        source="tvl_assets_eth",
+        child=NumberField(allow_null=True),
+        read_only=True,
+        help_text="Token symbol to the ETH value of that amount." + _NULL_ETH,
+    )
 
 
 class ApyValuesSerializer(serializers.Serializer):

@@ -4,12 +4,14 @@ from rest_framework import serializers
 
 from core.api.fields import NumberField
 
+_NULL_ETH = "ETH; null while the unit of account's ETH price was unknown (no price feed yet)."
+
 
 class HistoricalPointSerializer(serializers.Serializer):
     timestamp = serializers.DateTimeField(read_only=True, help_text="End of the period, UTC.")
-    totalTvlEth = NumberField(source="total_tvl_eth")
-    stakedTvlEth = NumberField(source="staked_tvl_eth")
-    unstakedTvlEth = NumberField(source="unstaked_tvl_eth")
+    totalTvlEth = NumberField(source="total_tvl_eth", allow_null=True, help_text=_NULL_ETH)
+    stakedTvlEth = NumberField(source="staked_tvl_eth", allow_null=True, help_text=_NULL_ETH)
+    unstakedTvlEth = NumberField(source="unstaked_tvl_eth", allow_null=True, help_text=_NULL_ETH)
     apy = NumberField(
         allow_null=True,
         help_text="AVS rewards APY, percent; null where the chain's EigenLayer "

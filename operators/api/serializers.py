@@ -21,14 +21,22 @@ class NodeAssetOperatorSerializer(serializers.Serializer):
     coreShares = UintStringField(source="core_shares")
 
 
+_NULL_ETH = (
+    " Null where a LAT's unit of account has no known ETH price (no price feed yet) for some of it."
+)
+
+
 class OperatorTvlSerializer(serializers.Serializer):
-    tvl = NumberField(help_text="ETH.")
+    tvl = NumberField(allow_null=True, help_text="ETH." + _NULL_ETH)
     tvlStrategies = number_map(
         "tvl_strategies",
         "Strategy, named by its token's symbol, to the staked amount in whole tokens.",
     )
-    tvlStrategiesEth = number_map(
-        "tvl_strategies_eth", "Strategy, named by its token's symbol, to the staked value in ETH."
+    tvlStrategiesEth = serializers.DictField(
+        source="tvl_strategies_eth",
+        child=NumberField(allow_null=True),
+        read_only=True,
+        help_text="Strategy, named by its token's symbol, to the staked value in ETH." + _NULL_ETH,
     )
 
 
@@ -45,7 +53,9 @@ class OperatorMetadataSerializer(serializers.Serializer):
         read_only=True,
         help_text="Staker nodes of all LATs currently delegated to this operator.",
     )
-    tvl = NumberField(source="total_tvl", help_text="ETH staked by those nodes.")
+    tvl = NumberField(
+        source="total_tvl", allow_null=True, help_text="ETH staked by those nodes." + _NULL_ETH
+    )
 
 
 class StakerNodeAssetsSerializer(serializers.Serializer):

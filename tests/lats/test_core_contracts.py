@@ -15,9 +15,10 @@ from django.core.management import call_command
 from drf_spectacular.generators import SchemaGenerator
 from web3 import Web3
 
+from deposits.models import Holder
 from devchain.devnet import contract, load_artifacts, write_manifests
 from lats.avs_metadata import avs_refresh_metadata
-from lats.models import Lat, PriceFeed
+from lats.models import Lat, PriceFeed, Token
 from lats.sync_status import lat_gaps
 from metrics.services import snapshot_record
 from operators.models import NodeAsset, OperatorAvsSplit, StakerNode
@@ -200,3 +201,68 @@ def test_the_schema_documents_the_nulls():
         "RewardsCoordinator is unknown"
         in (components["FeeStructure"]["properties"]["avgOperatorPerformanceFee"]["description"])
     )
+
+
+# --- a unit of account without a price feed: every value in ETH is null, amounts are known ------
+
+
+def test_without_the_units_eth_price_values_in_eth_are_null(api, dataset):
+    lat = dataset.native_lat  # unit of account NAT, 100 NAT held, pricePerUnit 1 NAT
+    Token.objects.filter(pk=dataset.nat.pk).update(base_apy=4)
+    node = f.StakerNodeFactory(lat=lat, address=f.address(0x3200), node_id=0, operator=dataset.op1)
+    f.NodeAssetFactory(
+        node=node,
+        token=dataset.nat,
+        strategy_address=f.address(0x5003),
+        staked_amount=50 * 10**18,
+        core_shares=50 * 10**18,
+    )
+    Holder.objects.create(lat=lat, address=f.address(0xE1), balance=10**19, first_block=1)
+    Lat.objects.filter(pk=lat.pk).update(unit_eth_price=None)  # no feed yet
+
+    tvl = api.get(f"/lat/{lat.proxy_address}", {"withTvl": "true"}).json()["tvl"]
+    assert tvl == {
+        "tvl": None,
+        "unstakedTvl": None,
+        "stakedTvl": None,
+        "queuedTvl": None,
+        "tvlAssets": {"NAT": 150.0},  # 100 held + 50 staked: known
+        "tvlAssetsEth": {"NAT": None},
+    }
+    operator = api.get(f"/lat/operators/{dataset.op1.address}", {"withTvl": "true"}).json()
+    assert operator["data"]["tvl"]["tvl"] is None
+    assert operator["data"]["tvl"]["tvlStrategiesEth"]["NAT"] is None
+    assert operator["data"]["tvl"]["tvlStrategies"]["NAT"] == 50.0
+    wallet = api.get(f"/wallets/{f.address(0xE1)}").json()["data"]["positions"]
+    assert [(p["balance"], p["valueEth"]) for p in wallet] == [("10000000000000000000", None)]
+    snapshot = snapshot_record(lat=lat, at=dt.datetime(2026, 3, 2, 12, tzinfo=dt.UTC))
+    assert (snapshot.total_tvl_eth, snapshot.staked_tvl_eth, snapshot.unstaked_tvl_eth) == (
+        None,
+        None,
+        None,
+    )
+    lat.refresh_from_db()
+    assert lat.apys["current"]["apy"] is None  # the stake's ETH value is unknown
+    assert lat.apys["current"]["baseApy"] == "4"  # one token: its own yield
+
+    # Staff set a feed; the state job reads it (here: 0.01 ETH per NAT, as the feed would say).
+    Lat.objects.filter(pk=lat.pk).update(unit_eth_price=10**16)
+    tvl = api.get(f"/lat/{lat.proxy_address}", {"withTvl": "true"}).json()["tvl"]
+    assert tvl["tvl"] == 1.5  # 150 NAT at 0.01 ETH
+    assert tvl["stakedTvl"] == 0.5
+    wallet = api.get(f"/wallets/{f.address(0xE1)}").json()["data"]["positions"]
+    assert wallet[0]["valueEth"] == 0.1  # 10 nLAT, 1 NAT each (100 / 100), at 0.01 ETH
+
+
+def test_the_schema_documents_the_null_eth_values():
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    components = schema["components"]["schemas"]
+    for component, fields in {
+        "Tvl": ("tvl", "unstakedTvl", "stakedTvl", "queuedTvl"),
+        "HistoricalPoint": ("totalTvlEth", "stakedTvlEth", "unstakedTvlEth"),
+        "OperatorTvl": ("tvl",),
+        "Position": ("valueEth",),
+    }.items():
+        for name in fields:
+            assert components[component]["properties"][name].get("nullable"), (component, name)
+    assert components["Tvl"]["properties"]["tvlAssetsEth"]["additionalProperties"]["nullable"]

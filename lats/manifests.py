@@ -203,7 +203,8 @@ _VERSION = re.compile(r"[vV]?(\d+(?:\.\d+)*)(.*)")
 
 def version_key(version: str) -> tuple:
     """Order of version folder names, semver-ish: v1 < v2 < v10, 1.0.2 < 1.0.10, a release
-    after its pre-releases (v2-rc1 < v2); names without a number come before all others."""
+    after its pre-releases (v2-rc1 < v2); names without a number (and "", no version) come
+    before all others."""
     match = _VERSION.fullmatch(version)
     if match is None:
         return (0, (), 0, version)
@@ -218,24 +219,28 @@ def manifest_files(paths: list[Path]) -> list[tuple[Path, str]]:
     """The manifest files to import, each with its version ("" for a file named directly).
 
     A directory is a deployments repository (or a part of one) laid out
-    `<network>/<lat>/<version>/info.json`: each LAT folder gives its newest version's file."""
+    `<network>/<lat>/<version>/info.json`: each LAT folder gives its newest version's file. A
+    folder is a version when its name is one (`v1`, `1.0.2`, `v2-rc1`); an `info.json` in a
+    folder that is not (`mainnet/xeigenda-eth/info.json` in EigenExplorer/lat-deployments) is
+    that LAT's manifest without a version, older than any version beside it."""
     found: list[tuple[Path, str]] = []
     for path in paths:
         if not path.is_dir():
             found.append((path, ""))
             continue
-        newest: dict[Path, Path] = {}  # LAT folder -> its newest version folder
+        newest: dict[Path, tuple[Path, str]] = {}  # LAT folder -> its newest file and version
         for info in sorted(path.rglob(INFO_FILE)):
-            version_dir = info.parent
-            lat_dir = version_dir.parent
+            folder = info.parent
+            versioned = _VERSION.fullmatch(folder.name) is not None
+            lat_dir, version = (folder.parent, folder.name) if versioned else (folder, "")
             best = newest.get(lat_dir)
-            if best is None or version_key(version_dir.name) > version_key(best.name):
-                newest[lat_dir] = version_dir
+            if best is None or version_key(version) > version_key(best[1]):
+                newest[lat_dir] = (info, version)
         if not newest:
             raise ManifestError(
                 f"{path}: holds no <network>/<lat>/<version>/{INFO_FILE} (a deployments folder)"
             )
-        found += [(newest[lat_dir] / INFO_FILE, newest[lat_dir].name) for lat_dir in sorted(newest)]
+        found += [newest[lat_dir] for lat_dir in sorted(newest)]
     return found
 
 

@@ -18,7 +18,7 @@ from django.core.management import CommandError, call_command
 from core.addresses import checksum
 from deposits.models import Deposit
 from deposits.services import deposit_record_events
-from lats.manifests import version_key
+from lats.manifests import manifest_parse, version_key
 from lats.models import Avs, Lat, PriceFeed
 from lats.networks import NETWORKS
 from metrics.models import MetricSnapshot
@@ -377,3 +377,36 @@ def test_admin_shows_the_manifest_and_edits_unit_of_account_and_overrides(admin_
     # The manifest itself is not editable.
     data = form_data(admin_client.get(url))
     assert "manifest" not in data
+
+
+def test_the_deployments_repository_as_it_is_laid_out(tmp_path):
+    """EigenExplorer/lat-deployments as it stands: most LATs under a version folder, one
+    (mainnet/xeigenda-eth) with its info.json straight in the LAT folder, `abi/` folders and
+    a README beside them; token keys past "9" sort as text in the file ("10" before "2")."""
+    root = tmp_path / "lat-deployments"
+    holesky = read(HOLESKY)
+    write_info(root, "holesky", "xeigenda", "v1", holesky)
+    newest = write_info(root, "holesky", "xeigenda", "v3", version_of(holesky, 3))
+    (newest.parent / "abi").mkdir()
+    (newest.parent / "abi" / "LiquidToken.json").write_text("[]")
+    (root / "README.md").write_text("# deployments")
+    unversioned = read(MAINNET)
+    unversioned["proxyAddress"] = "0x94A2a0548681Fda8D5e2AD5A8EeecD891E02a613"
+    unversioned["symbol"] = "xEigenDA-ETH"
+    unversioned["tokens"] = {
+        str(i): {"address": "0x" + f"{i + 1:040x}", "strategy": "0x" + f"{i + 100:040x}"}
+        for i in (0, 1, 10, 11, 2)
+    }
+    (root / "mainnet" / "xeigenda-eth").mkdir(parents=True)
+    (root / "mainnet" / "xeigenda-eth" / "info.json").write_text(json.dumps(unversioned))
+    out = lat_import(root)
+    assert sorted(Lat.objects.values_list("symbol", "manifest_version")) == [
+        ("xEIGEN", "v3"),
+        ("xEigenDA-ETH", ""),
+    ]
+    assert "created xEigenDA-ETH 0x94A2a0548681Fda8D5e2AD5A8EeecD891E02a613 (chain 1)" in out
+    # Read in the order of the keys' numbers, not the file's.
+    parsed = manifest_parse(unversioned, source="info.json")
+    assert [address for address, _ in parsed.tokens] == [
+        checksum("0x" + f"{i + 1:040x}") for i in (0, 1, 2, 10, 11)
+    ]

@@ -24,7 +24,7 @@ A = f.address
 # --- LAT ----------------------------------------------------------------------------------------
 
 
-def test_lat_change_page_edits_group_override_and_fees_only(admin_client, world):
+def test_lat_change_page_edits_settings_never_chain_state(admin_client, world):
     lat = world.native_lat
     url = change_url(lat)
     data = form_data(admin_client.get(url))

@@ -19,6 +19,7 @@ from deposits.models import Holder
 from devchain.devnet import contract, load_artifacts, write_manifests
 from lats.avs_metadata import avs_refresh_metadata
 from lats.models import Lat, PriceFeed, Token
+from lats.state import CoreContractUnknown
 from lats.sync_status import lat_gaps
 from metrics.services import snapshot_record
 from operators.models import NodeAsset, OperatorAvsSplit, StakerNode
@@ -266,3 +267,22 @@ def test_the_schema_documents_the_null_eth_values():
         for name in fields:
             assert components[component]["properties"][name].get("nullable"), (component, name)
     assert components["Tvl"]["properties"]["tvlAssetsEth"]["additionalProperties"]["nullable"]
+
+
+@pytest.mark.chain
+def test_a_delegation_manager_named_nowhere_fails_the_state_job_saying_so(
+    chain, settings, tmp_path, monkeypatch
+):
+    """A manager without `delegationManager()` (the devnet's has it: the view's absence is
+    stood in for) on a chain without a preset: the state job says what is missing, not that
+    the node refused a call."""
+    import_manifests(chain, settings, tmp_path, without_eigenlayer(chain, "latETH"))
+    lat = Lat.objects.get()
+    monkeypatch.setattr(
+        "chain.gateway.Gateway.manager_core_contracts", lambda self, *, manager, block: {}
+    )
+    with pytest.raises(CoreContractUnknown, match="no DelegationManager is known for chain 31337"):
+        refresh_state(lat=lat)
+    status = lat.sync_statuses.get(job="state")
+    assert status.last_error.startswith("CoreContractUnknown: no DelegationManager is known")
+    assert "eigenlayer.delegationManager" in status.last_error

@@ -1,13 +1,13 @@
-"""Section `peers`: the event indexer beside a peer, Ponder 0.16.10, over the same ~100,000 mixed
-events of the `activity` section on one anvil, each into a fresh database of the same PostgreSQL:
-both rates, their ratio, and the CPU per event of each indexer's process and of the PostgreSQL
-backends serving its database (utime + stime from /proc/<pid>/stat, sampled by pid).
+"""Section `peers`: the event indexer beside a peer, Ponder 0.16.10, over the ~100,000 mixed events
+of the `activity` section on one anvil, each into a fresh database of the same PostgreSQL: both
+rates, their ratio, and the CPU per event of each indexer's process and of the PostgreSQL backends
+serving its database (utime + stime of /proc/<pid>/stat, by pid).
 
-Ponder is installed by the section into var/peers/ponder (never a dependency of the project) from
-bench/peers/: a schema of the same events and balances, its own handlers, no RPC cache. The chain
-is mined FINALITY blocks past the events, so that Ponder's backfill covers all of them; its rate
-is over its backfill (its log's duration, start-up excluded), ours over `deposit_index`.
-`python -m bench.sections.peers RPC_URL MANIFEST` is our side, run in its own process.
+Ponder is installed into var/peers/ponder from bench/peers/ (never a dependency of the project):
+a schema of the same events and balances, its own handlers, no RPC cache. The chain is mined
+FINALITY blocks past the events so that Ponder's backfill covers them all; its rate is over its
+backfill (its log's duration, start-up excluded), ours over `deposit_index`, run first, by
+`python -m bench.sections.peers RPC_URL MANIFEST` in its own process.
 """
 
 from __future__ import annotations
@@ -15,64 +15,81 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench import PYTHON, REPO, dataset
+import requests
+
+from bench import PYTHON, REPO, dataset, load
 from bench.activity_chain import SPAN, generate
-from bench.context import Context, SectionResult, Target
-from bench.load import TICK, _stat
+from bench.context import QUIET_CORES, Context, SectionResult, Target
 from bench.sections.activity import CHAIN_EVENTS
 
 TITLE = "The event indexer beside Ponder on the same chain and PostgreSQL"
 MIN_RATIO = 4.0
 FINALITY = 32  # Ponder backfills up to head - 30 on a chain it does not know
 PONDER = REPO / "var" / "peers" / "ponder"
-FILES = ("package.json", "ponder.config.ts", "ponder.schema.ts", "src/index.ts", "src/api/index.ts")
-COLUMNS = ["indexer", "events", "seconds", "events/s", "own CPU us/event", "PostgreSQL us/event"]
-BACKENDS = "SELECT pid FROM pg_stat_activity WHERE datname = %s"
+PONDER_CMD = ["node", "node_modules/ponder/dist/esm/bin/ponder.js", "start", "--schema", "peers"]
+PONDER_CMD += ["-H", "127.0.0.1", "-p", "0", "--log-format", "json"]
 
 
 def ticks(pids) -> dict[int, int]:
-    return {pid: sum(int(x) for x in _stat(pid)[11:13]) for pid in pids}  # utime + stime
+    return {pid: sum(int(x) for x in load._stat(pid)[11:13]) for pid in pids}  # utime + stime
+
+
+def backends(cursor, name: str) -> list[int]:
+    """The pids of the PostgreSQL backends serving the databases whose name starts with `name`."""
+    cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname LIKE %s", [name + "%"])
+    return [pid for (pid,) in cursor.fetchall()]
 
 
 def run(ctx: Context, result: SectionResult) -> None:
-    base = ctx.args.db_name.removesuffix("_bench")
+    base, usages = ctx.args.db_name.removesuffix("_bench") + "_peers", {}
     _install(ctx)
-    with ctx.devnet(f"{base}_peers_bench") as (rpc_url, manifest, db_url):
+    with (
+        ctx.devnet(f"{base}_bench") as (rpc, manifest, db_url),
+        tempfile.NamedTemporaryFile("w", suffix=".json") as file,
+        dataset.connect(db_url, autocommit=True) as conn,
+    ):
         ctx.log(f"peers: emitting {CHAIN_EVENTS:,} events")
-        generate(rpc_url, manifest, CHAIN_EVENTS)
-        last = int(_rpc(rpc_url, "eth_blockNumber"), 16)  # the events' last block
-        _rpc(rpc_url, "anvil_mine", hex(FINALITY))
-        with tempfile.NamedTemporaryFile("w", suffix=".json") as file:
-            json.dump(manifest, file)
-            file.flush()
-            ctx.log("peers: our indexer")
-            cmd = [PYTHON, "-m", "bench.sections.peers", rpc_url, file.name]
-            env = {**ctx.env, "DATABASE_URL": db_url, "RPC_URL": rpc_url, "LOG_LEVEL": "WARNING"}
-            out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+        generate(rpc, manifest, CHAIN_EVENTS)
+        last = int(_rpc(rpc, "eth_blockNumber"), 16)  # the events' last block
+        _rpc(rpc, "anvil_mine", hex(FINALITY))
+        json.dump(manifest, file)
+        file.flush()
+
+        def pids() -> dict[str, list[int]]:  # the bench's processes and backends
+            return {"bench": load.children_of(os.getpid())[1:] + backends(conn.cursor(), base)}
+
+        def measured(label: str, fn):  # after a quiet wait; others' CPU during it in `usages`
+            load.wait_quiet(pids, max_other_cores=QUIET_CORES, timeout=ctx.args.quiet_wait)
+            with load.CpuMonitor(pids) as monitor:
+                out = fn()
+            usages[label] = monitor.usage
+            return out
+
+        ctx.log("peers: our indexer")
+        cmd = [PYTHON, "-m", "bench.sections.peers", rpc, file.name]
+        env = {**ctx.env, "DATABASE_URL": db_url, "RPC_URL": rpc, "LOG_LEVEL": "WARNING"}
+        out = measured("ours", lambda: subprocess.run(cmd, cwd=REPO, env=env, capture_output=True))
         if out.returncode:
-            return result.failures.append(f"our indexer failed: {out.stderr[-2000:]}")
+            return result.failures.append(f"our indexer failed: {out.stderr[-2000:].decode()}")
         ours = json.loads(out.stdout.splitlines()[-1])
         ctx.log("peers: Ponder")
-        ponder_url = dataset.with_database(db_url, f"{base}_peers_ponder_bench")
-        peer = _ponder({**ours, "rpc": rpc_url, "endBlock": last}, ponder_url, db_url)
+        setup = {**ours, "rpc": rpc, "endBlock": last}
+        ponder_url = db_url.replace(base, base + "_ponder")
+        peer = measured("Ponder", lambda: _ponder(setup, ponder_url, conn))
     _report(result, ours, peer)
+    result.warn_busy(usages, "events/s figures are disturbed")
 
 
 def _install(ctx: Context) -> None:
-    """bench/peers/ copied into var/peers/ponder, and npm install there when package.json
-    changed."""
-    template, marker = REPO / "bench" / "peers", PONDER / "node_modules" / ".bench-installed"
-    for name in FILES:
-        (PONDER / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(template / name, PONDER / name)
-    wanted = (template / "package.json").read_text()
+    """bench/peers/ copied into var/peers/ponder; npm install there when package.json changed."""
+    shutil.copytree(REPO / "bench" / "peers", PONDER, dirs_exist_ok=True)
+    marker, wanted = PONDER / "node_modules" / ".bench", (PONDER / "package.json").read_text()
     if not marker.exists() or marker.read_text() != wanted:
         ctx.log(f"peers: npm install in {PONDER}")
         npm = ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"]
@@ -81,92 +98,74 @@ def _install(ctx: Context) -> None:
 
 
 def _rpc(url: str, method: str, *params):
-    import requests
-
-    return requests.post(
-        url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, timeout=60
-    ).json()["result"]
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return requests.post(url, json=body, timeout=60).json()["result"]
 
 
-def _ponder(ours: dict, db_url: str, ours_url: str) -> dict:
-    """Ponder over our side's blocks and contracts, run until its log says the backfill is
-    done, then stopped; its counts read from its tables."""
+def _ponder(setup: dict, db_url: str, conn) -> dict:
+    """Ponder from a fresh database until its log says its backfill is done, then killed: the
+    CPU of its process and its backends since its backfill began, its counts from its tables."""
     dataset.create_database(db_url, recreate=True)
     keys = ("chainId", "contracts", "startBlock", "endBlock", "table", "rpc")
-    (PONDER / "setup.json").write_text(json.dumps({k: ours[k] for k in keys}))
-    bin_ = PONDER / "node_modules" / "ponder" / "dist" / "esm" / "bin" / "ponder.js"
-    cmd = ["node", str(bin_), "start", "--schema", "peers", "-H", "127.0.0.1", "-p", "0"]
-    cmd += ["--log-format", "json"]
+    (PONDER / "setup.json").write_text(json.dumps({k: setup[k] for k in keys}))
     env = {**os.environ, "DATABASE_URL": db_url, "PONDER_TELEMETRY_DISABLED": "true"}
-    log_path, name = PONDER / "ponder.log", dataset.database_name(db_url)
-    with open(log_path, "w") as log, dataset.connect(ours_url, autocommit=True) as conn:
-        proc = subprocess.Popen(cmd, cwd=PONDER, env=env, stdout=log, stderr=subprocess.STDOUT)
-        seen: dict[int, int] = {}  # the latest ticks of each backend of Ponder's database
-        start, deadline = None, time.monotonic() + 1800
-        try:
-            while (done := _logged(log_path, "Completed backfill indexing")) is None:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"Ponder stopped or stalled: {log_path.read_text()[-2000:]}")
-                seen |= ticks(pid for (pid,) in conn.execute(BACKENDS, [name]))
-                if start is None and _logged(log_path, "Started backfill indexing"):
-                    start = (ticks([proc.pid])[proc.pid], sum(seen.values()))
-                time.sleep(0.2)
-            seen |= ticks(pid for (pid,) in conn.execute(BACKENDS, [name]))
-            cpu = ticks([proc.pid])[proc.pid]
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    with dataset.connect(db_url) as conn:
-        counts = conn.execute(
+    name, path = dataset.database_name(db_url), PONDER / "ponder.log"
+    with open(path, "w") as log:
+        proc = subprocess.Popen(PONDER_CMD, cwd=PONDER, env=env, stdout=log, stderr=log)
+    seen, start, deadline = {}, (0, 0), time.monotonic() + 1800  # seen: backends' last ticks
+    try:
+        while (done := _logged(path, "Completed backfill")) is None:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"Ponder stopped or stalled: {path.read_text()[-2000:]}")
+            seen |= ticks(backends(conn.cursor(), name))
+            if start == (0, 0) and _logged(path, "Started backfill"):
+                start = (ticks([proc.pid])[proc.pid], sum(seen.values()))
+            time.sleep(0.2)
+        own, seen = ticks([proc.pid])[proc.pid], seen | ticks(backends(conn.cursor(), name))
+    finally:
+        proc.kill()
+        proc.wait()
+    with dataset.connect(db_url) as db:
+        n, holders, balances = db.execute(
             "SELECT (SELECT count(*) FROM peers.event), count(*), coalesce(sum(balance), 0)"
             " FROM peers.holder WHERE balance > 0"
         ).fetchone()
-    start = start or (0, 0)
     return {
-        "events": counts[0], "holders": counts[1], "balances": str(counts[2]),
-        "seconds": done["duration"] / 1000, "cpu": (cpu - start[0]) / TICK,
-        "db_cpu": (sum(seen.values()) - start[1]) / TICK,
+        "events": n, "holders": holders, "balances": str(balances),
+        "seconds": done["duration"] / 1000, "cpu": (own - start[0]) / load.TICK,
+        "db_cpu": (sum(seen.values()) - start[1]) / load.TICK,
     }  # fmt: skip
 
 
 def _logged(path: Path, message: str) -> dict | None:
-    """The first JSON line of Ponder's log whose message starts with `message`."""
-    for line in path.read_text().splitlines():
-        if line.startswith("{") and json.loads(line).get("msg", "").startswith(message):
-            return json.loads(line)
-    return None
+    """The first line of Ponder's JSON log whose message starts with `message`."""
+    lines = (json.loads(x) for x in path.read_text().splitlines() if x.startswith("{"))
+    return next((line for line in lines if line.get("msg", "").startswith(message)), None)
 
 
 def _report(result: SectionResult, ours: dict, peer: dict) -> None:
-    result.columns = COLUMNS
+    result.columns = ["indexer", "events", "seconds", "events/s", "own CPU us/event"]
+    result.columns.append("PostgreSQL CPU us/event")
     for label, r in (("ours: deposit_index", ours), ("Ponder 0.16.10", peer)):
         per = [f"{r[k] / r['events'] * 1e6:,.0f}" for k in ("cpu", "db_cpu")]
         rate = f"{r['events'] / r['seconds']:,.0f}"
         result.rows.append([label, f"{r['events']:,}", f"{r['seconds']:.2f}", rate, *per])
     ratio = (ours["events"] / ours["seconds"]) / (peer["events"] / peer["seconds"])
-    result.targets.append(
-        Target(
-            f"ours at least {MIN_RATIO:g}x Ponder's events/s", ratio >= MIN_RATIO, f"{ratio:.2f}x"
-        )
-    )
+    description = f"ours at least {MIN_RATIO:g}x Ponder's events/s"
+    result.targets.append(Target(description, ratio >= MIN_RATIO, f"{ratio:.2f}x"))
     result.notes.append(
-        f"\nours: eth_getLogs over {SPAN} blocks, events, deposits, holders, tally and buckets; "
-        "Ponder: its own ranges, events and holders. CPU: the indexer's process (ours: in "
-        "deposit_index; Ponder: from its backfill's start) and the PostgreSQL backends serving "
-        "its database, from /proc/<pid>/stat."
+        f"\nOurs reads eth_getLogs over {SPAN} blocks and keeps events, deposits, holders, their "
+        "tally and rank buckets; Ponder reads its own ranges and keeps events and holders. Own "
+        "CPU: the indexer's process (ours in deposit_index, Ponder's since its backfill began); "
+        "PostgreSQL: the backends serving its database; both from /proc/<pid>/stat."
     )
-    keys = ("events", "holders", "balances")
-    if any(ours[k] != peer[k] for k in keys) or ours["events"] < CHAIN_EVENTS:
+    if any(ours[k] != peer[k] for k in ("events", "holders", "balances")):
         result.failures.append(f"the two disagree: ours {ours}, Ponder {peer}")
 
 
 def probe(rpc: str, manifest_path: str) -> dict:
     """Our side: the LAT imported, then deposit_index from empty tables, timed, with the CPU of
-    this process and of the database's backends."""
+    this process and of the database's backends; and Ponder's setup."""
     import django
 
     django.setup()
@@ -181,30 +180,22 @@ def probe(rpc: str, manifest_path: str) -> dict:
 
     manifest = manifest_parse(json.loads(Path(manifest_path).read_text()), source=manifest_path)
     (lat,) = lat_import_manifests(manifests=[manifest])
-
-    def backends() -> dict[int, int]:
-        with connection.cursor() as cur:
-            cur.execute(BACKENDS, [connection.settings_dict["NAME"]])
-            return ticks(pid for (pid,) in cur.fetchall())
-
-    db0, cpu0, began = backends(), time.process_time(), time.perf_counter()
+    db0 = ticks(backends(connection.cursor(), connection.settings_dict["NAME"]))
+    cpu0, began = time.process_time(), time.perf_counter()
     deposit_index(lat=lat, max_range=SPAN)
-    seconds, cpu, db = time.perf_counter() - began, time.process_time() - cpu0, backends()
+    seconds, cpu = time.perf_counter() - began, time.process_time() - cpu0
+    db = ticks(backends(connection.cursor(), connection.settings_dict["NAME"]))
     holders = Holder.objects.filter(lat=lat, balance__gt=0)
-    contracts = {"LiquidToken": lat.proxy_address}
+    proxies = {"LiquidToken": lat.proxy_address}
     for name in ("LiquidTokenManager", "StakerNodeCoordinator"):
-        contracts[name] = lat.proxy_of(name[0].lower() + name[1:])
-    abis = {n: json.loads((ABI_DIR / f"{n}.json").read_text()) for n in contracts}
-    wanted = {(c, e) for c, e, _ in ACTIVITY_EVENTS}
+        proxies[name] = lat.proxy_of(name[0].lower() + name[1:])
     return {
         "events": Event.objects.filter(lat=lat).count(), "seconds": seconds, "cpu": cpu,
-        "db_cpu": sum(t - db0.get(pid, 0) for pid, t in db.items()) / TICK,
+        "db_cpu": sum(t - db0.get(pid, 0) for pid, t in db.items()) / load.TICK,
         "holders": holders.count(), "balances": str(holders.aggregate(s=Sum("balance"))["s"]),
         "chainId": lat.chain_id, "startBlock": lat.deployment_block, "table": ACTIVITY_EVENTS,
-        "contracts": {
-            n: [a, [e for e in abis[n] if e["type"] == "event" and (n, e["name"]) in wanted]]
-            for n, a in contracts.items()
-        },
+        "contracts": {n: [a, json.loads((ABI_DIR / f"{n}.json").read_text())]
+                      for n, a in proxies.items()},
     }  # fmt: skip
 
 

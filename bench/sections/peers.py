@@ -83,6 +83,8 @@ def run(ctx: Context, result: SectionResult) -> None:
         ponder_url = db_url.replace(base, base + "_ponder")
         peer = measured("Ponder", lambda: _ponder(setup, ponder_url, conn))
     _report(result, ours, peer)
+    others = ", ".join(f"{k} {u.other_cores:.2f}" for k, u in usages.items())
+    result.notes.append(f"Other processes' cores during each run: {others}.")
     result.warn_busy(usages, "events/s figures are disturbed")
 
 

@@ -174,10 +174,10 @@ def probe(rpc: str, manifest_path: str) -> dict:
     from django.db import connection
     from django.db.models import Sum
 
+    from activity.indexer import deposit_index
+    from chain.abi import ABI_DIR
+    from chain.activity import ACTIVITY_EVENTS
     from deposits.models import Event, Holder
-    from deposits.services import deposit_index
-    from lats.chain.abi import ABI_DIR
-    from lats.chain.activity import ACTIVITY_EVENTS
     from lats.manifests import lat_import_manifests, manifest_parse
 
     manifest = manifest_parse(json.loads(Path(manifest_path).read_text()), source=manifest_path)

@@ -7,7 +7,7 @@ Ponder is installed into var/peers/ponder from bench/peers/ (never a dependency 
 a schema of the same events and balances, its own handlers, no RPC cache. The chain is mined
 FINALITY blocks past the events so that Ponder's backfill covers them all; its rate is over its
 backfill (its log's duration, start-up excluded), ours over `deposit_index`, run first, by
-`python -m bench.sections.peers RPC_URL MANIFEST` in its own process.
+`python -m bench.sections.peers < MANIFEST` in its own process (RPC_URL in its environment).
 """
 
 from __future__ import annotations
@@ -17,16 +17,14 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-
-import requests
 
 from bench import PYTHON, REPO, dataset, load
 from bench.activity_chain import SPAN, generate
 from bench.context import QUIET_CORES, Context, SectionResult, Target
 from bench.sections.activity import CHAIN_EVENTS
+from devchain.devnet import connect
 
 TITLE = "The event indexer beside Ponder on the same chain and PostgreSQL"
 MIN_RATIO = 4.0
@@ -51,15 +49,13 @@ def run(ctx: Context, result: SectionResult) -> None:
     _install(ctx)
     with (
         ctx.devnet(f"{base}_bench") as (rpc, manifest, db_url),
-        tempfile.NamedTemporaryFile("w", suffix=".json") as file,
         dataset.connect(db_url, autocommit=True) as conn,
     ):
         ctx.log(f"peers: emitting {CHAIN_EVENTS:,} events")
         generate(rpc, manifest, CHAIN_EVENTS)
-        last = int(_rpc(rpc, "eth_blockNumber"), 16)  # the events' last block
-        _rpc(rpc, "anvil_mine", hex(FINALITY))
-        json.dump(manifest, file)
-        file.flush()
+        w3 = connect(rpc)
+        last = w3.eth.block_number  # the events' last block
+        w3.provider.make_request("anvil_mine", [FINALITY])
 
         def pids() -> dict[str, list[int]]:  # the bench's processes and backends
             return {"bench": load.children_of(os.getpid())[1:] + backends(conn.cursor(), base)}
@@ -72,9 +68,10 @@ def run(ctx: Context, result: SectionResult) -> None:
             return out
 
         ctx.log("peers: our indexer")
-        cmd = [PYTHON, "-m", "bench.sections.peers", rpc, file.name]
+        cmd, manifest = [PYTHON, "-m", "bench.sections.peers"], json.dumps(manifest).encode()
         env = {**ctx.env, "DATABASE_URL": db_url, "RPC_URL": rpc, "LOG_LEVEL": "WARNING"}
-        out = measured("ours", lambda: subprocess.run(cmd, cwd=REPO, env=env, capture_output=True))
+        kwargs = {"cwd": REPO, "env": env, "input": manifest, "capture_output": True}
+        out = measured("ours", lambda: subprocess.run(cmd, **kwargs))
         if out.returncode:
             return result.failures.append(f"our indexer failed: {out.stderr[-2000:].decode()}")
         ours = json.loads(out.stdout.splitlines()[-1])
@@ -97,11 +94,6 @@ def _install(ctx: Context) -> None:
         npm = ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"]
         subprocess.run(npm, cwd=PONDER, check=True)
         marker.write_text(wanted)
-
-
-def _rpc(url: str, method: str, *params):
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    return requests.post(url, json=body, timeout=60).json()["result"]
 
 
 def _ponder(setup: dict, db_url: str, conn) -> dict:
@@ -165,7 +157,7 @@ def _report(result: SectionResult, ours: dict, peer: dict) -> None:
         result.failures.append(f"the two disagree: ours {ours}, Ponder {peer}")
 
 
-def probe(rpc: str, manifest_path: str) -> dict:
+def probe(manifest: str) -> dict:
     """Our side: the LAT imported, then deposit_index from empty tables, timed, with the CPU of
     this process and of the database's backends; and Ponder's setup."""
     import django
@@ -180,8 +172,7 @@ def probe(rpc: str, manifest_path: str) -> dict:
     from deposits.models import Event, Holder
     from lats.manifests import lat_import_manifests, manifest_parse
 
-    manifest = manifest_parse(json.loads(Path(manifest_path).read_text()), source=manifest_path)
-    (lat,) = lat_import_manifests(manifests=[manifest])
+    (lat,) = lat_import_manifests(manifests=[manifest_parse(json.loads(manifest), source="stdin")])
     db0 = ticks(backends(connection.cursor(), connection.settings_dict["NAME"]))
     cpu0, began = time.process_time(), time.perf_counter()
     deposit_index(lat=lat, max_range=SPAN)
@@ -201,5 +192,5 @@ def probe(rpc: str, manifest_path: str) -> dict:
     }  # fmt: skip
 
 
-if __name__ == "__main__":  # our side: python -m bench.sections.peers RPC_URL MANIFEST
-    print(json.dumps(probe(*sys.argv[1:3])))
+if __name__ == "__main__":  # our side: python -m bench.sections.peers < MANIFEST
+    print(json.dumps(probe(sys.stdin.read())))

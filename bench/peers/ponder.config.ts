@@ -1,9 +1,9 @@
-// The chain and the LAT's contracts from setup.json (written by bench/sections/peers.py); no
+// The chain and the LAT's contracts from PEERS_SETUP (written by bench/sections/peers.py); no
 // RPC cache. The section recreates the database every run.
 import { readFileSync } from "node:fs";
 import { createConfig } from "ponder";
 
-const setup = JSON.parse(readFileSync("setup.json", "utf8"));
+const setup = JSON.parse(readFileSync(process.env.PEERS_SETUP!, "utf8"));
 const { startBlock, endBlock } = setup;
 const contracts = Object.fromEntries(
   Object.entries(setup.contracts as Record<string, [string, object[]]>).map(

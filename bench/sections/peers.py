@@ -7,7 +7,7 @@ Ponder is installed into var/peers/ponder from bench/peers/ (never a dependency 
 a schema of the same events and balances, its own handlers, no RPC cache. The chain is mined
 FINALITY blocks past the events so that Ponder's backfill covers them all; its rate is over its
 backfill (its log's duration, start-up excluded), ours over `deposit_index`, run first, by
-`python -m bench.sections.peers < MANIFEST` in its own process (RPC_URL in its environment).
+`python -m bench.sections.peers RPC_URL MANIFEST` in its own process.
 """
 
 from __future__ import annotations
@@ -20,18 +20,19 @@ import sys
 import time
 from pathlib import Path
 
-from bench import PYTHON, REPO, dataset, load
-from bench.activity_chain import SPAN, generate
-from bench.context import QUIET_CORES, Context, SectionResult, Target
+import bench
+from bench import REPO, dataset, load
+from bench.activity_chain import SPAN, generate, lat_contracts
+from bench.context import QUIET_CORES, Context, Processes, SectionResult, wait_until
 from bench.sections.activity import CHAIN_EVENTS
-from devchain.devnet import connect
 
 TITLE = "The event indexer beside Ponder on the same chain and PostgreSQL"
 MIN_RATIO = 4.0
 FINALITY = 32  # Ponder backfills up to head - 30 on a chain it does not know
 PONDER = REPO / "var" / "peers" / "ponder"
-PONDER_CMD = ["node", "node_modules/ponder/dist/esm/bin/ponder.js", "start", "--schema", "peers"]
-PONDER_CMD += ["-H", "127.0.0.1", "-p", "0", "--log-format", "json"]
+PONDER_CMD = ["node", str(PONDER / "node_modules/ponder/dist/esm/bin/ponder.js")]
+PONDER_CMD += ["--root", str(PONDER), "--log-format", "json", "start", "--schema", "peers"]
+PONDER_CMD += ["-H", "127.0.0.1", "-p", "0"]
 
 
 def ticks(pids) -> dict[int, int]:
@@ -45,17 +46,17 @@ def backends(cursor, name: str) -> list[int]:
 
 
 def run(ctx: Context, result: SectionResult) -> None:
-    base, usages = ctx.args.db_name.removesuffix("_bench") + "_peers", {}
     _install(ctx)
+    usages: dict[str, load.CpuUsage | None] = {}
+    base = ctx.db_name("peers").removesuffix("_bench")
     with (
-        ctx.devnet(f"{base}_bench") as (rpc, manifest, db_url),
+        ctx.devnet("peers") as (rpc, manifest, db_url),
         dataset.connect(db_url, autocommit=True) as conn,
     ):
         ctx.log(f"peers: emitting {CHAIN_EVENTS:,} events")
         generate(rpc, manifest, CHAIN_EVENTS)
-        w3 = connect(rpc)
-        last = w3.eth.block_number  # the events' last block
-        w3.provider.make_request("anvil_mine", [FINALITY])
+        last = int(bench.rpc(rpc, "eth_blockNumber"), 16)  # the events' last block
+        bench.rpc(rpc, "anvil_mine", hex(FINALITY))
 
         def pids() -> dict[str, list[int]]:  # the bench's processes and backends
             return {"bench": load.children_of(os.getpid())[1:] + backends(conn.cursor(), base)}
@@ -64,23 +65,18 @@ def run(ctx: Context, result: SectionResult) -> None:
             load.wait_quiet(pids, max_other_cores=QUIET_CORES, timeout=ctx.args.quiet_wait)
             with load.CpuMonitor(pids) as monitor:
                 out = fn()
-            usages[label] = monitor.usage
+            usages[label] = usage = monitor.usage  # the backends, gone by its end, are not others
+            usage.others = max(0.0, usage.others - out["db_cpu"])
             return out
 
         ctx.log("peers: our indexer")
-        cmd, manifest = [PYTHON, "-m", "bench.sections.peers"], json.dumps(manifest).encode()
-        env = {**ctx.env, "DATABASE_URL": db_url, "RPC_URL": rpc, "LOG_LEVEL": "WARNING"}
-        kwargs = {"cwd": REPO, "env": env, "input": manifest, "capture_output": True}
-        out = measured("ours", lambda: subprocess.run(cmd, **kwargs))
-        if out.returncode:
-            return result.failures.append(f"our indexer failed: {out.stderr[-2000:].decode()}")
-        ours = json.loads(out.stdout.splitlines()[-1])
+        ours = measured("ours", lambda: ctx.probe("bench.sections.peers", rpc, manifest, db_url))
         ctx.log("peers: Ponder")
-        setup = {**ours, "rpc": rpc, "endBlock": last}
-        ponder_url = db_url.replace(base, base + "_ponder")
-        peer = measured("Ponder", lambda: _ponder(setup, ponder_url, conn))
+        setup = {**ours["setup"], "rpc": rpc, "endBlock": last}
+        ponder_url = dataset.with_database(db_url, ctx.db_name("peers_ponder"))
+        peer = measured("Ponder", lambda: _ponder(ctx, setup, ponder_url, conn))
     _report(result, ours, peer)
-    others = ", ".join(f"{k} {u.other_cores:.2f}" for k, u in usages.items())
+    others = ", ".join(f"{k} {u.other_cores:.2f}" for k, u in usages.items() if u)
     result.notes.append(f"Other processes' cores during each run: {others}.")
     result.warn_busy(usages, "events/s figures are disturbed")
 
@@ -96,29 +92,26 @@ def _install(ctx: Context) -> None:
         marker.write_text(wanted)
 
 
-def _ponder(setup: dict, db_url: str, conn) -> dict:
-    """Ponder from a fresh database until its log says its backfill is done, then killed: the
+def _ponder(ctx: Context, setup: dict, db_url: str, conn) -> dict:
+    """Ponder from a fresh database until its log says its backfill is done, then stopped: the
     CPU of its process and its backends since its backfill began, its counts from its tables."""
     dataset.create_database(db_url, recreate=True)
-    keys = ("chainId", "contracts", "startBlock", "endBlock", "table", "rpc")
-    (PONDER / "setup.json").write_text(json.dumps({k: setup[k] for k in keys}))
+    (PONDER / "setup.json").write_text(json.dumps(setup))
     env = {**os.environ, "DATABASE_URL": db_url, "PONDER_TELEMETRY_DISABLED": "true"}
-    name, path = dataset.database_name(db_url), PONDER / "ponder.log"
-    with open(path, "w") as log:
-        proc = subprocess.Popen(PONDER_CMD, cwd=PONDER, env=env, stdout=log, stderr=log)
-    seen, start, deadline = {}, (0, 0), time.monotonic() + 1800  # seen: backends' last ticks
-    try:
-        while (done := _logged(path, "Completed backfill")) is None:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"Ponder stopped or stalled: {path.read_text()[-2000:]}")
-            seen |= ticks(backends(conn.cursor(), name))
-            if start == (0, 0) and _logged(path, "Started backfill"):
-                start = (ticks([proc.pid])[proc.pid], sum(seen.values()))
-            time.sleep(0.2)
-        own, seen = ticks([proc.pid])[proc.pid], seen | ticks(backends(conn.cursor(), name))
-    finally:
-        proc.kill()
-        proc.wait()
+    env["PEERS_SETUP"] = str(PONDER / "setup.json")  # read by its config and its handlers
+    name, seen, start = dataset.database_name(db_url), {}, [0, 0]  # seen: backends' last ticks
+    with Processes(ctx.log) as procs:
+        proc, path = procs.start("ponder", PONDER_CMD, env), procs.dir / "ponder.log"
+
+        def backfilled() -> bool:
+            seen.update(ticks(backends(conn.cursor(), name)))
+            if start == [0, 0] and _logged(path, "Started backfill"):
+                start[:] = ticks([proc.pid])[proc.pid], sum(seen.values())
+            return _logged(path, "Completed backfill") is not None
+
+        if not wait_until(backfilled, 1800, procs.dead):
+            raise RuntimeError(f"Ponder did not complete its backfill:\n{procs.tail('ponder')}")
+        own, done = ticks([proc.pid])[proc.pid], _logged(path, "Completed backfill")
     with dataset.connect(db_url) as db:
         n, holders, balances = db.execute(
             "SELECT (SELECT count(*) FROM peers.event), count(*), coalesce(sum(balance), 0)"
@@ -145,10 +138,11 @@ def _report(result: SectionResult, ours: dict, peer: dict) -> None:
         rate = f"{r['events'] / r['seconds']:,.0f}"
         result.rows.append([label, f"{r['events']:,}", f"{r['seconds']:.2f}", rate, *per])
     ratio = (ours["events"] / ours["seconds"]) / (peer["events"] / peer["seconds"])
-    description = f"ours at least {MIN_RATIO:g}x Ponder's events/s"
     cpu = [(r["cpu"] + r["db_cpu"]) / r["events"] * 1e6 for r in (ours, peer)]
     detail = f"{ratio:.2f}x (CPU per event, own and PostgreSQL's: {cpu[0]:.0f} vs {cpu[1]:.0f} us)"
-    result.targets.append(Target(description, ratio >= MIN_RATIO, detail))
+    result.target(
+        f"ours at least {MIN_RATIO:g}x Ponder's events/s", ratio, detail, at_least=MIN_RATIO
+    )
     result.notes.append(
         f"\nOurs reads eth_getLogs over {SPAN} blocks and keeps events, deposits, holders, their "
         "tally and rank buckets; Ponder reads its own ranges and keeps events and holders. Own "
@@ -159,9 +153,9 @@ def _report(result: SectionResult, ours: dict, peer: dict) -> None:
         result.failures.append(f"the two disagree: ours {ours}, Ponder {peer}")
 
 
-def probe(manifest: str) -> dict:
+def probe(rpc: str, manifest_path: str) -> dict:
     """Our side: the LAT imported, then deposit_index from empty tables, timed, with the CPU of
-    this process and of the database's backends; and Ponder's setup."""
+    this process and of the database's backends; and Ponder's setup (the same contracts)."""
     import django
 
     django.setup()
@@ -174,25 +168,24 @@ def probe(manifest: str) -> dict:
     from deposits.models import Event, Holder
     from lats.manifests import lat_import_manifests, manifest_parse
 
-    (lat,) = lat_import_manifests(manifests=[manifest_parse(json.loads(manifest), source="stdin")])
+    manifest = manifest_parse(json.loads(Path(manifest_path).read_text()), source=manifest_path)
+    (lat,) = lat_import_manifests(manifests=[manifest])
     db0 = ticks(backends(connection.cursor(), connection.settings_dict["NAME"]))
     cpu0, began = time.process_time(), time.perf_counter()
     deposit_index(lat=lat, max_range=SPAN)
     seconds, cpu = time.perf_counter() - began, time.process_time() - cpu0
     db = ticks(backends(connection.cursor(), connection.settings_dict["NAME"]))
     holders = Holder.objects.filter(lat=lat, balance__gt=0)
-    proxies = {"LiquidToken": lat.proxy_address}
-    for name in ("LiquidTokenManager", "StakerNodeCoordinator"):
-        proxies[name] = lat.proxy_of(name[0].lower() + name[1:])
+    abi = {n: json.loads((ABI_DIR / f"{n}.json").read_text()) for n in lat_contracts(lat)}
     return {
         "events": Event.objects.filter(lat=lat).count(), "seconds": seconds, "cpu": cpu,
         "db_cpu": sum(t - db0.get(pid, 0) for pid, t in db.items()) / load.TICK,
         "holders": holders.count(), "balances": str(holders.aggregate(s=Sum("balance"))["s"]),
-        "chainId": lat.chain_id, "startBlock": lat.deployment_block, "table": ACTIVITY_EVENTS,
-        "contracts": {n: [a, json.loads((ABI_DIR / f"{n}.json").read_text())]
-                      for n, a in proxies.items()},
+        "setup": {"chainId": lat.chain_id, "startBlock": lat.deployment_block,
+                  "table": ACTIVITY_EVENTS,
+                  "contracts": {n: [a, abi[n]] for n, a in lat_contracts(lat).items()}},
     }  # fmt: skip
 
 
-if __name__ == "__main__":  # our side: python -m bench.sections.peers < MANIFEST
-    print(json.dumps(probe(sys.stdin.read())))
+if __name__ == "__main__":  # our side: python -m bench.sections.peers RPC_URL MANIFEST
+    print(json.dumps(probe(*sys.argv[1:3])))

@@ -1,11 +1,11 @@
-// Every event of setup.json's table kept with its feed type and arguments (uints as decimal
+// Every event of PEERS_SETUP's table kept with its feed type and arguments (uints as decimal
 // strings); a Transfer moves the holders' balances, a mint or a burn from or to address zero.
 import { readFileSync } from "node:fs";
 import { ponder } from "ponder:registry";
 import { event as events, holder } from "ponder:schema";
 
 const ZERO = "0x0000000000000000000000000000000000000000";
-const table: string[][] = JSON.parse(readFileSync("setup.json", "utf8")).table;
+const table: string[][] = JSON.parse(readFileSync(process.env.PEERS_SETUP!, "utf8")).table;
 const plain = (args: object) =>
   JSON.parse(JSON.stringify(args, (_, v) => (typeof v === "bigint" ? v.toString() : v)));
 

@@ -29,7 +29,7 @@ node_modules/.installed: package.json package-lock.json
 	npm install --no-audit --no-fund --loglevel=error
 	@touch $@
 
-build/contracts.json: $(wildcard devchain/contracts/*.sol) node_modules/.installed $(VENV)/.installed
+build/contracts.json: $(wildcard devchain/contracts/*.sol devchain/contracts/*/*.sol) node_modules/.installed $(VENV)/.installed
 	$(PY) -m devchain.compile
 
 test: install

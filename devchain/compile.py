@@ -1,9 +1,14 @@
 """Compile the project's Solidity test contracts with solcjs (from npm), offline.
 
-``python -m devchain.compile`` compiles ``devchain/contracts/*.sol`` and writes
+``python -m devchain.compile`` compiles ``devchain/contracts/**/*.sol`` and writes
 ``build/contracts.json`` (ABI and bytecode of every deployable contract; gitignored) and the
 committed ``chain/abis/<Contract>.json`` the runtime gateway reads (ABI only, sorted keys,
 stable). ``--check`` compiles and fails if the committed ABIs differ.
+
+Imports of OpenZeppelin (``@openzeppelin/contracts`` and ``@openzeppelin/contracts-upgradeable``,
+4.9.0 from npm) are resolved here, from ``node_modules``, and handed to solcjs with the
+project's sources. Of the library's contracts only the proxies a deployment uses
+(``LIBRARY_CONTRACTS``) are kept in the build.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import argparse
 import hashlib
 import json
 import os
+import posixpath
+import re
 import subprocess
 import sys
 import tempfile
@@ -22,9 +29,17 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 CONTRACTS_DIR = Path(__file__).resolve().parent / "contracts"
 BUILD_FILE = REPO_ROOT / "build" / "contracts.json"
 ABI_DIR = REPO_ROOT / "chain" / "abis"  # committed: the runtime gateway reads them
-SOLCJS = REPO_ROOT / "node_modules" / ".bin" / "solcjs"
+NODE_MODULES = REPO_ROOT / "node_modules"
+SOLCJS = NODE_MODULES / ".bin" / "solcjs"
 EVM_VERSION = "cancun"
 OPTIMIZER_RUNS = 200
+# Deployable contracts of the imported libraries that the build keeps (the rest are inherited or
+# linked into the project's own contracts).
+LIBRARY_CONTRACTS = frozenset(
+    {"TransparentUpgradeableProxy", "ProxyAdmin", "BeaconProxy", "UpgradeableBeacon"}
+)
+# `import "x";`, `import {A, B} from "x";`, `import * as X from "x";`, `import "x" as X;`
+_IMPORT = re.compile(r"""^\s*import\s+(?:[^"';]*?\bfrom\s+)?["']([^"']+)["']""", re.MULTILINE)
 
 
 class CompileError(Exception):
@@ -32,23 +47,68 @@ class CompileError(Exception):
 
 
 def source_files() -> list[Path]:
-    return sorted(CONTRACTS_DIR.glob("*.sol"))
+    return sorted(CONTRACTS_DIR.rglob("*.sol"))
 
 
 def sources_hash() -> str:
-    """A digest of the sources and compiler settings; build/contracts.json records it."""
+    """A digest of the sources (the imported library files too) and compiler settings;
+    build/contracts.json records it."""
     digest = hashlib.sha256(f"{EVM_VERSION}:{OPTIMIZER_RUNS}".encode())
-    for path in source_files():
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for unit, text in sorted(resolve_sources(source_files()).items()):
+        digest.update(unit.encode() + b"\0" + text.encode() + b"\0")
     return digest.hexdigest()
 
 
+def _unit_name(path: Path) -> str:
+    """A file's source unit name: "contracts/<path under devchain/contracts>", or
+    "contracts/<file>" for a file elsewhere. Unit names are part of the bytecode's metadata
+    hash, so they do not depend on where the checkout lives."""
+    try:
+        return "contracts/" + path.resolve().relative_to(CONTRACTS_DIR.resolve()).as_posix()
+    except ValueError:
+        return f"contracts/{path.name}"
+
+
+def _library_path(unit: str) -> Path:
+    if not unit.startswith("@openzeppelin/"):
+        raise CompileError(f"cannot resolve import {unit!r}: only @openzeppelin/ is installed")
+    return NODE_MODULES / unit
+
+
+def resolve_sources(paths: list[Path]) -> dict[str, str]:
+    """{source unit name: text} of ``paths`` and everything they import, transitively.
+
+    Relative imports resolve against the importing unit's name, as solc does; a bare path is a
+    library file under node_modules. Raises CompileError for an import that is not there."""
+    sources: dict[str, str] = {}
+    files = {_unit_name(path): path for path in paths}
+    pending = list(files)
+    while pending:
+        unit = pending.pop()
+        if unit in sources:
+            continue
+        path = files.get(unit)
+        if path is None:
+            path = (
+                CONTRACTS_DIR / unit.removeprefix("contracts/")
+                if unit.startswith("contracts/")
+                else _library_path(unit)
+            )
+        if not path.is_file():
+            raise CompileError(f"{unit}: no such file ({path}); run `npm install`?")
+        text = path.read_text()
+        sources[unit] = text
+        for imported in _IMPORT.findall(text):
+            if imported.startswith("."):
+                imported = posixpath.normpath(posixpath.join(posixpath.dirname(unit), imported))
+            pending.append(imported)
+    return sources
+
+
 def _standard_input(paths: list[Path]) -> dict[str, Any]:
-    # Source unit names stay "contracts/<file>" wherever the files live: they are part of the
-    # bytecode's metadata hash.
     return {
         "language": "Solidity",
-        "sources": {f"contracts/{path.name}": {"content": path.read_text()} for path in paths},
+        "sources": {unit: {"content": text} for unit, text in resolve_sources(paths).items()},
         "settings": {
             "evmVersion": EVM_VERSION,
             "optimizer": {"enabled": True, "runs": OPTIMIZER_RUNS},
@@ -62,11 +122,14 @@ def _standard_input(paths: list[Path]) -> dict[str, Any]:
 def _run_solcjs(standard_input: dict[str, Any]) -> dict[str, Any]:
     if not SOLCJS.exists():
         raise CompileError(f"{SOLCJS} not found: run `npm install --no-audit --no-fund`")
-    # stdout goes to a file, not a pipe: solcjs exits before node flushes a large piped write.
-    with tempfile.TemporaryFile(mode="w+") as out:
+    # stdin and stdout are files, not pipes: solcjs reads a large piped input with one
+    # non-blocking read (EAGAIN), and exits before node flushes a large piped write.
+    with tempfile.TemporaryFile(mode="w+") as inp, tempfile.TemporaryFile(mode="w+") as out:
+        json.dump(standard_input, inp)
+        inp.seek(0)
         proc = subprocess.run(
             [str(SOLCJS), "--standard-json"],
-            input=json.dumps(standard_input),
+            stdin=inp,
             stdout=out,
             stderr=subprocess.PIPE,
             text=True,
@@ -114,6 +177,8 @@ def compile_files(paths: list[Path]) -> dict[str, dict[str, Any]]:
             bytecode = data["evm"]["bytecode"]["object"]
             if not bytecode:  # interfaces and abstract contracts
                 continue
+            if not source.startswith("contracts/") and name not in LIBRARY_CONTRACTS:
+                continue  # a library's own contract, not one a deployment uses
             if name in contracts:
                 raise CompileError(f"contract name {name} is defined twice ({source})")
             contracts[name] = {

@@ -2,12 +2,22 @@
 
 ``deploy_devnet(rpc_url)`` deploys the set described by ``DEMO_LATS`` on a running anvil and
 returns one manifest per LAT, in the format of ``shared/spec/chain.md`` (with the optional
-``eigenlayer`` and ``priceFeeds`` members). The script is deterministic: the same amounts, prices
-and delegations every time, so tests can compute expected values by hand from the constants here.
+``eigenlayer`` and ``priceFeeds`` members; ``published=True`` gives them as deployment
+repositories publish them). The script is deterministic: the same amounts, prices and
+delegations every time, so tests can compute expected values by hand from the constants here.
 
-Accounts are anvil's default-mnemonic accounts, by index: 0 deploys and owns every contract;
-1-3 are depositors; 4-6 are operators; 7-9 are the AVSs of the three LATs; 10 is the default
-sender of ``deposit_many``; 19 is the proxy admin (a transparent proxy refuses its other calls).
+The LAT contracts are those of upstream "Mainnet v1" (``devchain/contracts``, OpenZeppelin 4.9:
+string reverts such as "Pausable: paused", a deposit that refreshes stale prices first), behind
+TransparentUpgradeableProxies administered by a ProxyAdmin, with staker nodes as BeaconProxies.
+``variant="v1.0.2"`` deploys the older shape instead (``devchain/contracts/v1_0_2``: OpenZeppelin
+5 errors, no oracle on the LAT, ``getStakedAssetBalance``). Each token's price source is a
+Chainlink-style feed of its price in the LAT's unit of account; the oracle's staleness threshold
+is a fixed ``PRICE_STALENESS_SECONDS`` (Mainnet v1's is 1 to 4 hours, derived from the block).
+
+Accounts are anvil's default-mnemonic accounts, by index: 0 deploys every contract and holds
+every role of the LATs (admin, pauser, price updater, strategy controller, node creator); 1-3
+are depositors; 4-6 are operators; 7-9 are the AVSs of the three LATs; 10 is the default sender
+of ``deposit_many``; 19 owns each LAT's ProxyAdmin (the admin of its transparent proxies).
 
 Each AVS announces its metadata with ``AVSDirectory.updateAVSMetadataURI`` as an RFC 2397
 ``data:application/json;base64,...`` URI holding EigenLayer's metadata JSON (name, website,
@@ -45,8 +55,10 @@ from devchain.compile import load_build
 
 BEACON_CHAIN_ETH = "0xbeaC0eeEeeeeEEeEeEEEEeeEEeEeeeEeeEEBEaC0"
 MULTICALL3_ADDRESS = Web3.to_checksum_address("0xcA11bde05977b3631167028862bE2a173976CA11")
+ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
 EIP1967_IMPLEMENTATION_SLOT = 0x360894A13BA1A3210667C828492DB98DCA3E2076CC3735A920A3CA505D382BBC
 EIP1967_ADMIN_SLOT = 0xB53127684A568B3173AE13B9F8A6016E243E63B6E8EE1178D6A717850B5D6103
+EIP1967_BEACON_SLOT = 0xA3F0AD74E5423AEBFD80D3EF4346578335A9A72AEAEE59FF6CB3582B35133D50
 
 DEPLOYER = 0
 DEPOSITORS = (1, 2, 3)
@@ -284,9 +296,12 @@ def _receipt(w3: Web3, tx_hash: Any) -> TxReceipt:
 class Deployed:
     address: str
     block: int
+    timestamp: int  # the block's, in seconds
 
     def ref(self) -> dict[str, Any]:
-        return {"address": self.address, "block": self.block}
+        """``{address, block, timestamp}``, the timestamp in milliseconds as deployments
+        publish it."""
+        return {"address": self.address, "block": self.block, "timestamp": self.timestamp * 1000}
 
 
 def _deploy(w3: Web3, name: str, sender: str, *args: Any) -> Deployed:
@@ -295,7 +310,12 @@ def _deploy(w3: Web3, name: str, sender: str, *args: Any) -> Deployed:
     receipt = _receipt(w3, factory.constructor(*args).transact({"from": sender}))
     if receipt["contractAddress"] is None:
         raise DevnetError(f"deploying {name} created no contract")
-    return Deployed(Web3.to_checksum_address(receipt["contractAddress"]), receipt["blockNumber"])
+    block = receipt["blockNumber"]
+    return Deployed(
+        Web3.to_checksum_address(receipt["contractAddress"]),
+        block,
+        w3.eth.get_block(block)["timestamp"],
+    )
 
 
 def install_multicall3(w3: Web3) -> str:
@@ -383,9 +403,40 @@ def avs_metadata_uri(metadata: dict[str, str]) -> str:
     return "data:application/json;base64," + base64.b64encode(document).decode()
 
 
-def deploy_lat(w3: Web3, core: Core, spec: LatSpec) -> dict[str, Any]:
-    """Deploy one LAT per ``spec``, play its scripted history, and return its manifest."""
-    lat = _deploy_lat_contracts(w3, core)
+@dataclass(frozen=True)
+class Shape:
+    """The contracts of one kind of deployment, by role."""
+
+    liquid_token: str
+    manager: str
+    oracle: str
+    coordinator: str = "StakerNodeCoordinator"
+    node: str = "StakerNode"
+    # Mainnet v1: a token's price comes from its configured source (a feed per token here) and
+    # deposits refresh stale prices; v1.0.2: a token is added with its price, never refreshed.
+    price_sources: bool = True
+
+
+MAINNET_V1 = "mainnet-v1"
+V1_0_2 = "v1.0.2"
+VARIANTS: dict[str, Shape] = {
+    # Upstream main at 947e426 (tag v1.0.7), OpenZeppelin 4.9: string reverts, stale-price
+    # refresh inside deposit, getDeposit/WithdrawableAssetBalance, tokenRegistryOracle().
+    MAINNET_V1: Shape("LiquidToken", "LiquidTokenManager", "TokenRegistryOracle"),
+    # Tags up to v1.0.2 and Holesky v1, OpenZeppelin 5 errors: no tokenRegistryOracle() on the
+    # LAT, no arePricesStale()/lastPriceUpdate(), getStakedAssetBalance, EnforcedPause().
+    V1_0_2: Shape(
+        "LiquidTokenV102", "LiquidTokenManagerV102", "TokenRegistryOracleV102", price_sources=False
+    ),
+}
+LAT_ROLES = ("LiquidToken", "LiquidTokenManager", "StakerNodeCoordinator", "TokenRegistryOracle")
+
+
+def deploy_lat(w3: Web3, core: Core, spec: LatSpec, *, variant: str = MAINNET_V1) -> dict[str, Any]:
+    """Deploy one LAT per ``spec`` with the contracts of ``variant`` (``VARIANTS``), play its
+    scripted history, and return its manifest in the published format (``published_manifest``)."""
+    shape = VARIANTS[variant]
+    lat = _deploy_lat_contracts(w3, core, shape)
     _initialize_lat(w3, core, spec, lat)
     _add_tokens_and_nodes(w3, core, spec, lat)
     avs = core.account(spec.avs_account)
@@ -400,96 +451,121 @@ def deploy_lat(w3: Web3, core: Core, spec: LatSpec) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class LatContracts:
-    """One LAT's deployments (by contract name) and its proxies as contracts."""
+    """One LAT's deployments (by role: the Mainnet v1 contract names) and its proxies as
+    contracts; ``rate_feeds`` are the per-token price sources of its oracle (symbol -> feed)."""
 
+    shape: Shape
+    proxy_admin: Deployed
     impl: dict[str, Deployed]
     proxy: dict[str, Deployed]
     lt: Contract
     ltm: Contract
     coordinator: Contract
     oracle: Contract
+    rate_feeds: dict[str, Contract] = field(default_factory=dict)
 
 
-def _deploy_lat_contracts(w3: Web3, core: Core) -> LatContracts:
-    """Deploy the implementations, then their transparent proxies (not initialized yet)."""
+def _deploy_lat_contracts(w3: Web3, core: Core, shape: Shape) -> LatContracts:
+    """A ProxyAdmin (owned by the proxy admin account), the implementations, then their
+    TransparentUpgradeableProxies administered by it (not initialized yet)."""
     owner = core.account(DEPLOYER)
-    admin = core.account(PROXY_ADMIN)
-    impl = {
-        name: _deploy(w3, name, owner)
-        for name in (
-            "LiquidToken",
-            "LiquidTokenManager",
-            "StakerNodeCoordinator",
-            "StakerNode",
-            "TokenRegistryOracle",
-        )
+    proxy_admin = _deploy(w3, "ProxyAdmin", core.account(PROXY_ADMIN))
+    names = {
+        "LiquidToken": shape.liquid_token,
+        "LiquidTokenManager": shape.manager,
+        "StakerNodeCoordinator": shape.coordinator,
+        "StakerNode": shape.node,
+        "TokenRegistryOracle": shape.oracle,
     }
+    impl = {role: _deploy(w3, name, owner) for role, name in names.items()}
     # The LiquidToken proxy first: its block is the LAT's deploymentBlock.
     proxy = {
-        name: _deploy(w3, "TransparentProxy", owner, impl[name].address, admin, b"")
-        for name in (
-            "LiquidToken",
-            "LiquidTokenManager",
-            "StakerNodeCoordinator",
-            "TokenRegistryOracle",
+        role: _deploy(
+            w3, "TransparentUpgradeableProxy", owner, impl[role].address, proxy_admin.address, b""
         )
+        for role in LAT_ROLES
     }
     return LatContracts(
+        shape=shape,
+        proxy_admin=proxy_admin,
         impl=impl,
         proxy=proxy,
-        lt=contract(w3, "LiquidToken", proxy["LiquidToken"].address),
-        ltm=contract(w3, "LiquidTokenManager", proxy["LiquidTokenManager"].address),
-        coordinator=contract(w3, "StakerNodeCoordinator", proxy["StakerNodeCoordinator"].address),
-        oracle=contract(w3, "TokenRegistryOracle", proxy["TokenRegistryOracle"].address),
+        lt=contract(w3, shape.liquid_token, proxy["LiquidToken"].address),
+        ltm=contract(w3, shape.manager, proxy["LiquidTokenManager"].address),
+        coordinator=contract(w3, shape.coordinator, proxy["StakerNodeCoordinator"].address),
+        oracle=contract(w3, shape.oracle, proxy["TokenRegistryOracle"].address),
     )
 
 
 def _initialize_lat(w3: Web3, core: Core, spec: LatSpec, lat: LatContracts) -> None:
+    """Roles as Mainnet v1 grants them, the deployer holding every human one (admin, pauser,
+    price updater, strategy controller, node creator); the oracle updates the manager's prices,
+    the LAT may refresh them, the manager delegates the nodes. The deployer may also set prices
+    in the manager directly (PRICE_UPDATER_ROLE; Mainnet v1 gives it to the oracle only)."""
     owner = core.account(DEPLOYER)
     sm, dm = core.strategy_manager, core.delegation_manager
     lt, ltm, coordinator, oracle = lat.lt, lat.ltm, lat.coordinator, lat.oracle
-    _send(
-        w3,
-        lt.functions.initialize(
-            spec.name, spec.symbol, owner, ltm.address, oracle.address, spec.legacy_events
-        ),
-        owner,
-    )
-    _send(
-        w3,
-        ltm.functions.initialize(
-            owner, lt.address, coordinator.address, oracle.address, sm.address, dm.address
-        ),
-        owner,
-    )
-    _send(
-        w3,
-        coordinator.functions.initialize(
-            owner,
-            ltm.address,
-            sm.address,
-            dm.address,
-            lat.impl["StakerNode"].address,
-            core.account(PROXY_ADMIN),
-            spec.max_nodes,
-        ),
-        owner,
-    )
-    _send(w3, oracle.functions.initialize(owner, ltm.address, PRICE_STALENESS_SECONDS), owner)
+    if lat.shape.price_sources:
+        _send(w3, oracle.functions.initialize((owner, owner, lt.address, ltm.address), 0), owner)
+        manager_init = (
+            lt.address, sm.address, dm.address, coordinator.address, oracle.address,
+            owner, owner, oracle.address,
+        )  # fmt: skip
+        lt_init = (spec.name, spec.symbol, ltm.address, oracle.address, owner, owner)
+    else:
+        _send(w3, oracle.functions.initialize((owner, owner, ltm.address)), owner)
+        manager_init = (
+            lt.address, sm.address, dm.address, coordinator.address, owner, owner, oracle.address,
+        )  # fmt: skip
+        lt_init = (spec.name, spec.symbol, ltm.address, owner, owner)
+    _send(w3, ltm.functions.initialize(manager_init), owner)
+    price_updater = ltm.functions.PRICE_UPDATER_ROLE().call()
+    _send(w3, ltm.functions.grantRole(price_updater, owner), owner)
+    coordinator_init = (
+        ltm.address, dm.address, sm.address, spec.max_nodes, owner, owner, owner, ltm.address,
+        lat.impl["StakerNode"].address,
+    )  # fmt: skip
+    _send(w3, coordinator.functions.initialize(coordinator_init), owner)
+    _send(w3, lt.functions.initialize(lt_init), owner)
+    if spec.legacy_events:
+        _send(w3, lt.functions.setLegacyEvents(True), owner)
+    if lat.shape.price_sources:
+        # A fixed staleness threshold (Mainnet v1's is 1 to 4 hours, derived from the block).
+        _send(w3, oracle.functions.setPriceUpdateInterval(PRICE_STALENESS_SECONDS), owner)
 
 
 def _add_tokens_and_nodes(w3: Web3, core: Core, spec: LatSpec, lat: LatContracts) -> None:
-    """The LAT's tokens (and any token added then removed again), then its staker nodes."""
+    """The LAT's tokens (and any token added then removed again), then its staker nodes.
+
+    On Mainnet v1 each token's price comes from its source: here a Chainlink-style feed of the
+    token's price in the LAT's unit of account (18 decimals), deployed per LAT and token, except
+    for the unit of account itself, a native token priced 1e18 and never refreshed."""
     owner = core.account(DEPLOYER)
+    base = spec.base_asset
 
     def add_token(symbol: str, price: int, threshold: int) -> None:
         token, strategy = core.tokens[symbol], core.strategies[symbol]
         decimals = TOKENS[symbol].decimals
-        _send(
-            w3,
-            lat.ltm.functions.addToken(token.address, decimals, price, threshold, strategy.address),
-            owner,
-        )
+        if not lat.shape.price_sources:
+            call = lat.ltm.functions.addToken(
+                token.address, decimals, price, threshold, strategy.address
+            )
+        elif symbol == base:
+            if price != WAD:
+                raise DevnetError(f"{spec.symbol}: its unit of account {symbol} is priced 1e18")
+            call = lat.ltm.functions.addToken(
+                token.address, decimals, threshold, strategy.address, 0, ZERO_ADDRESS, 0,
+                ZERO_ADDRESS, b"\0" * 4,
+            )  # fmt: skip
+        else:
+            unit = "ETH" if base == "ETH" else base
+            feed = _deploy(w3, "PriceFeed", owner, 18, f"{symbol} / {unit}", price)
+            lat.rate_feeds[symbol] = contract(w3, "PriceFeed", feed.address)
+            call = lat.ltm.functions.addToken(
+                token.address, decimals, threshold, strategy.address, 1, feed.address, 0,
+                ZERO_ADDRESS, b"\0" * 4,
+            )  # fmt: skip
+        _send(w3, call, owner)
 
     for symbol, price, threshold in spec.tokens:
         add_token(symbol, price, threshold)
@@ -514,29 +590,40 @@ def _deposit(w3: Web3, core: Core, lt: Contract, account: int, amounts: dict[str
     _send(w3, lt.functions.deposit(assets, raw, sender), sender)
 
 
+def delegate_node(w3: Web3, manager: Contract, node_id: int, operator: str, sender: str) -> None:
+    """Delegate one staker node (``delegateNodes``, no approver signature)."""
+    call = manager.functions.delegateNodes([node_id], [operator], [(b"", 0)], [bytes(32)])
+    _send(w3, call, sender)
+
+
 def _play_history(w3: Web3, core: Core, spec: LatSpec, lat: LatContracts, avs: str) -> None:
     """The scripted history, in order: deposits, delegations, stakes, queued withdrawals, price
-    updates, operator splits, the AVS's rewards, late deposits."""
+    updates, operator splits, the AVS's rewards, late deposits.
+
+    A price update moves the token's price source first, as a real one follows its source, so
+    that the refresh a stale deposit makes keeps the prices."""
     owner = core.account(DEPLOYER)
     ltm, oracle = lat.ltm, lat.oracle
     for account, amounts in spec.deposits:
         _deposit(w3, core, lat.lt, account, amounts)
     for node_id, operator in spec.delegate_before_staking.items():
-        _send(w3, ltm.functions.delegateNode(node_id, core.account(operator)), owner)
+        delegate_node(w3, ltm, node_id, core.account(operator), owner)
     for node_id, amounts in spec.stakes:
         assets = [core.tokens[s].address for s in amounts]
         raw = [units(a, TOKENS[s].decimals) for s, a in amounts.items()]
         _send(w3, ltm.functions.stakeAssetsToNode(node_id, assets, raw), owner)
     for node_id, operator in spec.delegate_after_staking.items():
-        _send(w3, ltm.functions.delegateNode(node_id, core.account(operator)), owner)
-    for node_id in spec.undelegate:
-        _send(w3, ltm.functions.undelegateNode(node_id), owner)
+        delegate_node(w3, ltm, node_id, core.account(operator), owner)
+    if spec.undelegate:
+        _send(w3, ltm.functions.undelegateNodes(list(spec.undelegate)), owner)
     for symbol, amount in spec.queued.items():
         raw_amount = units(amount, TOKENS[symbol].decimals)
         _send(w3, ltm.functions.queueAssets(core.tokens[symbol].address, raw_amount), owner)
     for symbol, price in spec.manager_price_updates.items():
-        _send(w3, ltm.functions.setPrice(core.tokens[symbol].address, price), owner)
+        _move_rate_feed(w3, lat, symbol, price, owner)
+        _send(w3, ltm.functions.updatePrice(core.tokens[symbol].address, price), owner)
     for symbol, price in spec.oracle_price_updates.items():
+        _move_rate_feed(w3, lat, symbol, price, owner)
         _send(w3, oracle.functions.updateRate(core.tokens[symbol].address, price), owner)
     for symbol, price in spec.feed_updates.items():
         _send(w3, core.feeds[symbol].functions.setAnswer(price), owner)
@@ -549,25 +636,36 @@ def _play_history(w3: Web3, core: Core, spec: LatSpec, lat: LatContracts, avs: s
         _deposit(w3, core, lat.lt, account, amounts)
 
 
+def _move_rate_feed(w3: Web3, lat: LatContracts, symbol: str, price: int, owner: str) -> None:
+    if symbol in lat.rate_feeds:
+        _send(w3, lat.rate_feeds[symbol].functions.setAnswer(price), owner)
+
+
 def _lat_manifest(
     w3: Web3, core: Core, spec: LatSpec, lat: LatContracts, avs: str
 ) -> dict[str, Any]:
-    """The LAT's manifest, in the format of ``shared/spec/chain.md``."""
+    """The LAT's manifest as LAT deployment repositories publish them (tokens keyed "0",
+    "1", ...; ``proxyAdminAddress``, ``roles``, millisecond timestamps), with this service's two
+    optional members ``eigenlayer`` and ``priceFeeds`` (token to its ETH feed)."""
     impl, proxy = lat.impl, lat.proxy
     token_symbols = [symbol for symbol, _, _ in spec.tokens]
     base_asset = (
         BEACON_CHAIN_ETH if spec.base_asset == "ETH" else core.tokens[spec.base_asset].address
     )
+    owner = core.account(DEPLOYER)
+    deployed = proxy["LiquidToken"]
     return {
         "proxyAddress": lat.lt.address,
         "implementationAddress": impl["LiquidToken"].address,
+        "proxyAdminAddress": lat.proxy_admin.address,
         "name": spec.name,
         "symbol": spec.symbol,
         "avsAddress": avs,
         "baseAsset": base_asset,
         "chainId": w3.eth.chain_id,
         "maxNodes": spec.max_nodes,
-        "deploymentBlock": proxy["LiquidToken"].block,
+        "deploymentBlock": deployed.block,
+        "deploymentTimestamp": deployed.timestamp * 1000,
         "contractDeployments": {
             "implementation": {
                 "liquidTokenManager": impl["LiquidTokenManager"].ref(),
@@ -581,10 +679,11 @@ def _lat_manifest(
                 "tokenRegistryOracle": proxy["TokenRegistryOracle"].ref(),
             },
         },
-        "tokens": [
-            {"address": core.tokens[s].address, "strategy": core.strategies[s].address}
-            for s in token_symbols
-        ],
+        "roles": {"admin": owner, "pauser": owner, "priceUpdater": owner, "deployer": owner},
+        "tokens": {
+            str(i): {"address": core.tokens[s].address, "strategy": core.strategies[s].address}
+            for i, s in enumerate(token_symbols)
+        },
         "eigenlayer": {
             "delegationManager": core.delegation_manager.address,
             "strategyManager": core.strategy_manager.address,
@@ -595,6 +694,30 @@ def _lat_manifest(
             core.tokens[s].address: core.feeds[s].address for s in token_symbols if s in core.feeds
         },
     }
+
+
+# The members of a published manifest that the service's own (array) format leaves out.
+PUBLISHED_ONLY = ("proxyAdminAddress", "deploymentTimestamp", "roles")
+
+
+def service_manifest(published: dict[str, Any]) -> dict[str, Any]:
+    """A published manifest in the format the service's ``lat_import`` has read so far
+    (chain.md's first section): tokens as a list, no roles, proxy admin or timestamps."""
+    manifest = {k: v for k, v in published.items() if k not in PUBLISHED_ONLY}
+    manifest["contractDeployments"] = {
+        part: {name: {"address": r["address"], "block": r["block"]} for name, r in refs.items()}
+        for part, refs in published["contractDeployments"].items()
+    }
+    manifest["tokens"] = manifest_tokens(published)
+    return manifest
+
+
+def manifest_tokens(manifest: dict[str, Any]) -> list[dict[str, str]]:
+    """A manifest's tokens in order, whether a list or an object keyed "0", "1", ..."""
+    tokens = manifest["tokens"]
+    if isinstance(tokens, dict):
+        return [tokens[key] for key in sorted(tokens, key=int)]
+    return list(tokens)
 
 
 def _submit_rewards(w3: Web3, core: Core, spec: LatSpec, avs: str) -> None:
@@ -616,12 +739,18 @@ def _submit_rewards(w3: Web3, core: Core, spec: LatSpec, avs: str) -> None:
 # ----- public entry points -----
 
 
-def deploy_devnet(rpc_url: str, *, multicall: bool = True) -> list[dict[str, Any]]:
-    """Deploy the shared EigenLayer, tokens and the DEMO_LATS; return their manifests. With
-    ``multicall=False`` Multicall3 is not installed (the chain gets no helper contract)."""
+def deploy_devnet(
+    rpc_url: str, *, multicall: bool = True, variant: str = MAINNET_V1, published: bool = False
+) -> list[dict[str, Any]]:
+    """Deploy the shared EigenLayer, tokens and the DEMO_LATS with the contracts of
+    ``variant`` (``VARIANTS``: Mainnet v1 by default, or the older ``"v1.0.2"`` shape); return
+    their manifests, in the service's array format unless ``published`` (the format deployment
+    repositories publish, see ``_lat_manifest``). With ``multicall=False`` Multicall3 is not
+    installed (the chain gets no helper contract)."""
     w3 = connect(rpc_url)
     core = deploy_core(w3, multicall=multicall)
-    return [deploy_lat(w3, core, spec) for spec in DEMO_LATS]
+    manifests = [deploy_lat(w3, core, spec, variant=variant) for spec in DEMO_LATS]
+    return manifests if published else [service_manifest(m) for m in manifests]
 
 
 def write_manifests(manifests: Sequence[dict[str, Any]], directory: str | Path) -> list[Path]:
@@ -697,7 +826,7 @@ def deposit_many(
     w3 = connect(rpc_url)
     sender = Web3.to_checksum_address(w3.eth.accounts[sender_index])
     lt = _liquid_token(w3, manifest)
-    token = contract(w3, "TestERC20", asset or manifest["tokens"][0]["address"])
+    token = contract(w3, "TestERC20", asset or manifest_tokens(manifest)[0]["address"])
     if amount is None:
         amount = 10 ** token.functions.decimals().call()
     _send(w3, token.functions.mint(sender, amount * n_events), sender)
@@ -739,8 +868,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-multicall", action="store_true", help="do not install Multicall3 on the chain"
     )
+    parser.add_argument(
+        "--variant", choices=sorted(VARIANTS), default=MAINNET_V1, help="the LAT contracts' shape"
+    )
+    parser.add_argument(
+        "--published",
+        action="store_true",
+        help="manifests as deployment repositories publish them (tokens keyed by index, roles)",
+    )
     args = parser.parse_args(argv)
-    manifests = deploy_devnet(args.rpc_url, multicall=not args.no_multicall)
+    manifests = deploy_devnet(
+        args.rpc_url,
+        multicall=not args.no_multicall,
+        variant=args.variant,
+        published=args.published,
+    )
     if args.out:
         for path in write_manifests(manifests, args.out):
             print(path)

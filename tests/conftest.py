@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -11,7 +11,7 @@ from web3 import Web3
 from web3.contract import Contract
 
 from devchain.anvil import AnvilNode, start_anvil
-from devchain.devnet import connect, contract, deploy_devnet
+from devchain.devnet import connect, contract, deploy_devnet, service_manifest
 
 # Shared helper modules that assert: their failures are reported like a test module's.
 pytest.register_assert_rewrite("tests.lockholder", "tests.served")
@@ -167,7 +167,8 @@ DEVNET_KINDS = ("multicall3", "plain")
 class Devnet:
     kind: str
     node: AnvilNode
-    manifests: list[dict[str, Any]]
+    manifests: list[dict[str, Any]]  # the service's format (chain.md's first section)
+    published: list[dict[str, Any]]  # the same LATs as deployment repositories publish them
 
     @property
     def multicall(self) -> bool:
@@ -190,11 +191,12 @@ def devnet_kind(request: pytest.FixtureRequest, _devnets: dict[str, Devnet]) -> 
     if kind not in _devnets:
         node = start_anvil()
         try:
-            manifests = deploy_devnet(node.url, multicall=kind == "multicall3")
+            published = deploy_devnet(node.url, multicall=kind == "multicall3", published=True)
         except BaseException:
             node.stop()
             raise
-        _devnets[kind] = Devnet(kind, node, manifests)
+        manifests = [service_manifest(m) for m in published]
+        _devnets[kind] = Devnet(kind, node, manifests, published)
     return _devnets[kind]
 
 
@@ -216,6 +218,7 @@ class Chain:
     w3: Web3
     manifests: list[dict[str, Any]]
     kind: str = "multicall3"  # or "plain": no Multicall3 on this chain
+    published: list[dict[str, Any]] = field(default_factory=list)  # as repositories publish them
 
     @property
     def multicall(self) -> bool:
@@ -241,7 +244,9 @@ class Chain:
 def chain(devnet_kind: Devnet) -> Iterator[Chain]:
     """The devnet, with whatever the test does undone afterwards (evm_snapshot/evm_revert)."""
     w3 = connect(devnet_kind.node.url)
-    state = Chain(devnet_kind.node.url, w3, devnet_kind.manifests, devnet_kind.kind)
+    state = Chain(
+        devnet_kind.node.url, w3, devnet_kind.manifests, devnet_kind.kind, devnet_kind.published
+    )
     snapshot = state.rpc("evm_snapshot")
     try:
         yield state

@@ -4,8 +4,10 @@ pragma solidity ^0.8.24;
 import {Owned} from "./Base.sol";
 import {ERC20} from "./ERC20.sol";
 
-/// @notice Devnet ERC-20 with any number of decimals. `mint` is an open faucet. The owner can
-/// turn on a fee burned on every transfer, to provoke `AssetBalanceOutOfSync` in a LAT.
+/// @notice Devnet ERC-20 with any number of decimals and OpenZeppelin 5's custom errors. `mint` is
+/// an open faucet. The owner can turn on a fee burned on every transfer (a LAT then credits what
+/// arrived), and burn any holder's tokens (a negative rebase: a LAT whose holding shrank under its
+/// accounting refuses deposits with `AssetBalanceOutOfSync`).
 contract TestERC20 is Owned, ERC20 {
     uint256 public transferFeeBps;
 
@@ -20,6 +22,11 @@ contract TestERC20 is Owned, ERC20 {
 
     function mint(address to, uint256 amount) external {
         _mint(to, amount);
+    }
+
+    /// @notice Takes `amount` away from `account`, as a negative rebase would.
+    function burnFrom(address account, uint256 amount) external onlyOwner {
+        _burn(account, amount);
     }
 
     function setTransferFee(uint256 feeBps) external onlyOwner {

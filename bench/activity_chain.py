@@ -94,9 +94,11 @@ def _admin_calls(w3, manifest: dict, owner: str) -> list:
     return [
         lambda b: lt.functions.pause().transact(tx),
         lambda b: lt.functions.unpause().transact(tx),
-        lambda b: manager.functions.setPrice(asset, price + (b // ADMIN_EVERY) % 2).transact(tx),
-        lambda b: manager.functions.delegateNode(node, operator).transact(tx),
-        lambda b: manager.functions.undelegateNode(node).transact(tx),
+        lambda b: manager.functions.updatePrice(asset, price + (b // ADMIN_EVERY) % 2).transact(tx),
+        lambda b: manager.functions.delegateNodes(
+            [node], [operator], [(b"", 0)], [bytes(32)]
+        ).transact(tx),
+        lambda b: manager.functions.undelegateNodes([node]).transact(tx),
     ]
 
 

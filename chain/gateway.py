@@ -576,6 +576,11 @@ def _oracle_calls(oracle: str) -> list[Call]:
     ]
 
 
+def _flat(values: tuple) -> tuple:
+    """The members of a function's one struct output, or its outputs as they are."""
+    return tuple(values[0]) if len(values) == 1 and isinstance(values[0], tuple) else values
+
+
 def _optional(result: tuple | ChainCallReverted) -> Any:
     """A one-value call's value, or None where it reverted."""
     return None if isinstance(result, ChainCallReverted) else result[0]
@@ -603,7 +608,9 @@ def _token_state(
     token: str, answers: Sequence[tuple | ChainCallReverted], balance: int, queued: int
 ) -> TokenState:
     info, strategy, token_symbol, token_name = answers
-    (decimals, price, threshold), strategy = _required(info), _required(strategy)
+    # getTokenInfo returns a TokenInfo struct: one static tuple in the ABI, the same three
+    # words on the wire as three separate outputs.
+    (decimals, price, threshold), strategy = _flat(_required(info)), _required(strategy)
     return TokenState(
         address=token,
         # symbol() and name() are ERC-20's optional metadata: blank where absent.

@@ -36,6 +36,11 @@ from devchain.devnet import (
     manifest_tokens,
     service_manifest,
 )
+from tests.devnet_values import (
+    ETH_SUPPLY,
+    ETH_TOTAL_ASSETS,
+    eth_total_assets,
+)
 
 if TYPE_CHECKING:
     from tests.conftest import Chain
@@ -687,15 +692,6 @@ def test_prices_go_stale_after_a_day(chain: Chain) -> None:
     assert oracle.arePricesStale().call() is True
 
 
-# latETH after its scripted history (see test_eth_lat_balances_and_total_assets_by_hand).
-ETH_STETH_TOTAL = 14_599_999_999_999_999_997  # unstaked + queued + staked net of slashing
-ETH_CBETH_TOTAL = 24_999_999
-ETH_TOTAL_ASSETS = 41_835_398_909_999_999_997
-ETH_SUPPLY = 39_840_000_000_000_000_000 + 218 * 10**16 * 39_840_000_000_000_000_000 // (
-    ETH_TOTAL_ASSETS - 218 * 10**16
-)
-
-
 def rate_feed(chain: Chain, lat: dict[str, Any], symbol: str) -> Any:
     """The Chainlink-style feed the LAT's oracle reads the token's price from."""
     config = lat["oracle"].functions.tokenConfigs(lat["tokens"][symbol].address).call()
@@ -722,9 +718,7 @@ def test_a_deposit_while_prices_are_stale_refreshes_every_price_first(chain: Cha
     # calculateShares still values cbETH at the stored 1.09; the deposit refreshes first.
     stale_estimate = amount * 109 * 10**16 // 10**6 * ETH_SUPPLY // ETH_TOTAL_ASSETS
     assert lt.functions.calculateShares(cbeth, amount).call() == stale_estimate
-    assets_after_refresh = (
-        ETH_STETH_TOTAL * 999 * 10**15 // WAD + ETH_CBETH_TOTAL * 110 * 10**16 // 10**6
-    )
+    assets_after_refresh = eth_total_assets(cbeth_price=110 * 10**16)
     expected = amount * 110 * 10**16 // 10**6 * ETH_SUPPLY // assets_after_refresh
     assert expected != stale_estimate
     deposit = lt.functions.deposit([cbeth], [amount], sender)

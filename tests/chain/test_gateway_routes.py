@@ -391,7 +391,7 @@ def test_a_revert_in_a_batch_fails_only_that_call(chain: Chain) -> None:
         ("reverted", f"TokenNotSupported({orb_token})", "TokenNotSupported"),
         ("reverted", "totalSupply: no contract code at the address", ""),
         ("reverted", "reverted without a reason", ""),
-        ("ok", *ltm.getTokenInfo(steth).call(**at)),
+        ("ok", ltm.getTokenInfo(steth).call(**at)),  # one TokenInfo struct
     ]
     assert _outcomes(plain.multicall(calls, block=block.number)) == expected
     if chain.multicall:  # aggregate3's allowFailure gives exactly the same

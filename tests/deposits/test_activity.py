@@ -108,10 +108,11 @@ def act(chain, manifest) -> dict[str, Any]:
     send(chain, lt.functions.unpause(), owner)
     token = manifest["tokens"][0]["address"]
     price = ltm.functions.getTokenInfo(token).call()[1]
-    send(chain, ltm.functions.setPrice(token, price + price // 100), owner)
+    send(chain, ltm.functions.updatePrice(token, price + price // 100), owner)
     send(chain, coordinator.functions.createStakerNode(), owner)
     node_id = coordinator.functions.getStakerNodesCount().call() - 1
-    send(chain, ltm.functions.delegateNode(node_id, chain.account(4)), owner)
+    delegate = ltm.functions.delegateNodes([node_id], [chain.account(4)], [(b"", 0)], [bytes(32)])
+    send(chain, delegate, owner)
     return {"paused_at": paused_at, "node_id": node_id}
 
 

@@ -274,7 +274,10 @@ def add_token_with_a_long_symbol(chain, manifest: dict[str, Any]) -> None:
         "LiquidTokenManager",
         manifest["contractDeployments"]["proxy"]["liquidTokenManager"]["address"],
     )
-    tx = manager.functions.addToken(token, 18, WAD, 0, strategy).transact({"from": owner})
+    # A token without a price source (native): priced 1e18, as WAD was before.
+    zero = "0x" + "00" * 20
+    add = manager.functions.addToken(token, 18, 0, strategy, 0, zero, 0, zero, bytes(4))
+    tx = add.transact({"from": owner})
     assert w3.eth.wait_for_transaction_receipt(tx)["status"] == 1
 
 

@@ -1,5 +1,5 @@
-"""ABI encoding and decoding: the contracts' tables in `abi/`, function calls, events, and
-revert data decoded into `ChainCallReverted` by the errors every table declares."""
+"""ABI encoding and decoding: the contracts' tables in `abis/`, function calls, events, and
+revert data decoded into `ChainCallReverted` (chain/reverts.py)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,9 @@ from typing import Any, cast
 from eth_abi import decode as abi_decode
 from eth_abi import encode as abi_encode
 from eth_typing import ABIEvent, ABIFunction
-from eth_utils import (
-    event_abi_to_log_topic,
-    function_abi_to_4byte_selector,
-    keccak,
-    to_checksum_address,
-)
+from eth_utils import event_abi_to_log_topic, function_abi_to_4byte_selector
 
+from chain import reverts
 from chain.errors import ChainCallReverted, ChainUnavailable
 
 ABI_DIR = Path(__file__).resolve().parent / "abis"
@@ -101,45 +97,8 @@ def event(contract: str, name: str) -> Event:
     raise KeyError(f"{contract}.{name}")
 
 
-@cache
-def _error_table() -> dict[bytes, tuple[str, tuple[str, ...]]]:
-    table: dict[bytes, tuple[str, tuple[str, ...]]] = {
-        bytes.fromhex("08c379a0"): ("Error", ("string",)),
-        bytes.fromhex("4e487b71"): ("Panic", ("uint256",)),
-    }
-    for path in sorted(ABI_DIR.glob("*.json")):
-        for entry in json.loads(path.read_text()):
-            if entry.get("type") == "error":
-                types = tuple(_type_of(p) for p in entry["inputs"])
-                signature = f"{entry['name']}({','.join(types)})"
-                table[keccak(text=signature)[:4]] = (entry["name"], types)
-    return table
-
-
-def _format_value(value: Any) -> str:
-    if isinstance(value, bytes):
-        return "0x" + value.hex()
-    if isinstance(value, str) and len(value) == 42 and value.startswith("0x"):
-        return to_checksum_address(value)
-    return str(value)
-
-
-def decode_revert(data: str | bytes | None) -> ChainCallReverted:
-    """Revert data -> ChainCallReverted("Name(arg, …)"); custom errors by name."""
-    if isinstance(data, str):
-        data = bytes.fromhex(data.removeprefix("0x")) if data.startswith("0x") else b""
-    if not data:
-        return ChainCallReverted("reverted without a reason")
-    known = _error_table().get(data[:4])
-    if known is None:
-        return ChainCallReverted(f"reverted with unknown error 0x{data[:4].hex()}")
-    name, types = known
-    try:
-        args = tuple(abi_decode(types, data[4:]))
-    except Exception:
-        return ChainCallReverted(name, name=name)
-    if name == "Error":
-        return ChainCallReverted(str(args[0]), name=name, args=args)
-    return ChainCallReverted(
-        f"{name}({', '.join(_format_value(a) for a in args)})", name=name, args=args
-    )
+def decode_revert(data: str | bytes | None, *, message: str = "") -> ChainCallReverted:
+    """Revert data (and the node's error message, for nodes that give the reason only there)
+    -> ChainCallReverted with the decoded revert (chain/reverts.py)."""
+    revert = reverts.decode(data, message=message)
+    return ChainCallReverted(revert.text, name=revert.name, args=revert.args, revert=revert)

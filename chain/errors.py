@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chain.reverts import Revert
+
 
 class ChainError(Exception):
     """Base of the gateway's errors."""
@@ -20,10 +25,15 @@ class ChainUnavailable(ChainError):
 
 
 class ChainCallReverted(ChainError):
-    """A call reverted; `reason` is the decoded revert ("UnsupportedAsset(0x…)")."""
+    """A call reverted; `reason` is the decoded revert's text ("UnsupportedAsset(0x…)",
+    "Pausable: paused"), `revert` the decoded revert itself (chain/reverts.py) where the node
+    gave one (None for a call the gateway itself judged failed, such as one to no code)."""
 
-    def __init__(self, reason: str, *, name: str = "", args: tuple = ()) -> None:
+    def __init__(
+        self, reason: str, *, name: str = "", args: tuple = (), revert: Revert | None = None
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.name = name
         self.args_decoded = args
+        self.revert = revert

@@ -47,7 +47,7 @@ def check(response: Any, method: str) -> Any:
             data = data.get("data")
         message = str(error.get("message", "")) if isinstance(error, dict) else str(error)
         if (isinstance(data, str) and data.startswith("0x")) or "revert" in message.lower():
-            raise decode_revert(data if isinstance(data, str) else None)
+            raise decode_revert(data if isinstance(data, str) else None, message=message)
         if method == "eth_call" and any(f in message.lower() for f in _EVM_FAILURES):
             raise decode_revert(None)
         raise ChainUnavailable(f"the node refused {method}: {message[:200]}", refused=True)

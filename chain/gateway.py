@@ -489,25 +489,30 @@ class Gateway:
         return DeadlineClient(url, chain=self.transport.chain)
 
     def simulate_deposit(
-        self, *, lat: str, calldata: str, sender: str, deadline: float
+        self, *, lat: str, calldata: str, sender: str, deadline: float, oracle: str = ""
     ) -> Simulation:
         """eth_call, eth_estimateGas and eth_gasPrice in one JSON-RPC batch, at the latest block,
         answered by `deadline` (a time.monotonic() value) or given up then, in the caller's
-        thread (chain/deadline.py).
+        thread (chain/deadline.py); with the LAT's price `oracle`, its `arePricesStale()` in
+        the same batch.
 
-        A revert of either call is a `Simulation` with `success=False` and the decoded reason;
-        only a node that cannot be reached, answers garbage or is too slow raises
-        (`ChainUnavailable`; past the deadline, caused by a TimeoutError).
+        The deposit runs exactly as a transaction would (its own stale-price refresh included),
+        never a view in its place. A revert of either call is a `Simulation` with
+        `success=False` and the decoded revert; only a node that cannot be reached, answers
+        garbage or is too slow raises (`ChainUnavailable`; past the deadline, caused by a
+        TimeoutError).
         """
         tx = {"from": sender, "to": lat, "data": calldata, "value": "0x0"}
-        call, gas, price = self.deadline_client.batch(
-            [
-                ("eth_call", [tx, "latest"]),
-                ("eth_estimateGas", [tx, "latest"]),
-                ("eth_gasPrice", []),
-            ],
-            deadline=deadline,
-        )
+        calls: list[tuple[str, list[Any]]] = [
+            ("eth_call", [tx, "latest"]),
+            ("eth_estimateGas", [tx, "latest"]),
+            ("eth_gasPrice", []),
+        ]
+        if oracle:
+            stale_call = "0x" + function("TokenRegistryOracle", "arePricesStale").selector.hex()
+            calls.append(("eth_call", [{"to": oracle, "data": stale_call}, "latest"]))
+        answers = self.deadline_client.batch(calls, deadline=deadline)
+        call, gas, price = answers[:3]
         for result in (call, gas, price):
             if isinstance(result, ChainUnavailable):
                 raise result
@@ -515,10 +520,16 @@ class Gateway:
             gas_price = int(price, 16)
         except (TypeError, ValueError) as exc:
             raise ChainUnavailable("the node answered eth_gasPrice with garbage") from exc
+        stale = _prices_stale(answers[3]) if oracle else None
         for result in (call, gas):
             if isinstance(result, ChainCallReverted):
                 return Simulation(
-                    success=False, shares=(), reason=result.reason, gas=GasQuote(0, gas_price)
+                    success=False,
+                    shares=(),
+                    reason=result.reason,
+                    gas=GasQuote(0, gas_price),
+                    revert=result.revert,
+                    prices_stale=stale,
                 )
         if call == "0x":  # a call to an address without code "succeeds" with nothing
             return Simulation(
@@ -526,13 +537,26 @@ class Gateway:
                 shares=(),
                 reason="no contract code at the LAT address",
                 gas=GasQuote(0, gas_price),
+                prices_stale=stale,
             )
         try:
             shares = depositcall.deposit_shares(bytes.fromhex(call[2:]))
             quote = GasQuote(gas_limit=int(gas, 16), gas_price=gas_price)
         except (TypeError, ValueError) as exc:
             raise ChainUnavailable("the node answered the simulation with garbage") from exc
-        return Simulation(success=True, shares=shares, reason="", gas=quote)
+        return Simulation(success=True, shares=shares, reason="", gas=quote, prices_stale=stale)
+
+
+def _prices_stale(answer: Any) -> bool | None:
+    """arePricesStale()'s answer: True or False, None where it reverted (no such view) or the
+    answer is not one ABI-encoded bool."""
+    if not isinstance(answer, str) or not answer.startswith("0x") or len(answer) != 66:
+        return None
+    try:
+        value = int(answer, 16)
+    except ValueError:
+        return None
+    return bool(value) if value in (0, 1) else None
 
 
 # --- the calls of read_lat and read_nodes, and their answers as results -----------------------

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from chain.reverts import Revert
+
 
 def block_time(timestamp: int) -> datetime:
     """A block's timestamp (Unix seconds) as an aware UTC datetime."""
@@ -94,9 +96,14 @@ class GasQuote:
 
 @dataclass(frozen=True)
 class Simulation:
-    """A deposit run as eth_call: the shares it returns, or the decoded revert reason."""
+    """A deposit run as eth_call: the shares it returns, or the decoded revert."""
 
     success: bool
     shares: tuple[int, ...]  # one per deposited entry; empty on a revert
-    reason: str  # "" on success
+    reason: str  # the revert's text ("Pausable: paused"); "" on success
     gas: GasQuote  # on a revert: gas_limit 0 (nothing to estimate), the node's gas price
+    revert: Revert | None = None  # the decoded revert; None on success
+    # The oracle's arePricesStale() in the same batch, at the latest block: when true the deposit
+    # refreshes every price first (the shares and the gas estimate include it). None where no
+    # oracle was given or it does not answer (older deployments have no such view).
+    prices_stale: bool | None = None

@@ -12,6 +12,7 @@ node per process. Nothing here imports web3: calldata and the node go through
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import math
 import os
@@ -33,6 +34,7 @@ from core.api.documents import CacheRead, cached_document, document_keys
 from core.api.params import parse_address
 from core.db import fetch_prepared
 from core.errors import Busy, InvalidInput, MalformedRequest, NotFound, Unavailable
+from deposits.reverts import DepositFailure, deposit_failure
 from lats.models import Lat
 
 logger = logging.getLogger(__name__)
@@ -47,6 +49,10 @@ DEPOSIT_FUNCTION = "deposit"
 NODE_UNREACHABLE = (
     "The chain node could not be reached to simulate the deposit (it did not answer in time, "
     "or answered something unusable). Nothing was simulated; try again later."
+)
+STALE_PRICES_NOTE = (
+    "The LAT's prices are stale at this block: the deposit first refreshes every token's price "
+    "from its source (amounts and the gas estimate include that refresh)."
 )
 NODE_TOO_SLOW = (
     "The chain node did not answer in time: the simulation was given up after {seconds:g} s. "
@@ -75,6 +81,9 @@ class DepositTarget:
     tokens: frozenset[str]  # supported token addresses, lower-case
     management_fee: Decimal  # percent; 0 where staff set none
     performance_fee: Decimal
+    # The LAT's price oracle (its manifest's tokenRegistryOracle proxy); "" where none is known.
+    # A default, so that a target cached by an older release still reads.
+    oracle: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,11 +108,36 @@ class DepositTransaction:
 class DepositSimulation:
     success: bool
     amounts: tuple[Decimal, ...]  # LAT shares per entry, whole LAT units; empty on a revert
-    reason: str  # decoded revert reason; "" on success
     gas_limit: int  # 0 on a revert
     gas_price: int
     management_fee: Decimal
     performance_fee: Decimal
+    failure: DepositFailure | None = None  # why it would revert; None on success
+    # The oracle's arePricesStale() at the simulated block: when true the deposit refreshes
+    # every price first. None where the LAT has no oracle known or it has no such view.
+    prices_stale: bool | None = None
+
+    @property
+    def reason(self) -> str:
+        """Why the deposit would fail, in words; "" on success."""
+        return self.failure.reason if self.failure else ""
+
+    @property
+    def reason_code(self) -> str:
+        return self.failure.code if self.failure else ""
+
+    @property
+    def revert(self) -> str:
+        """The revert as decoded ("Pausable: paused"); "" on success."""
+        return self.failure.revert if self.failure else ""
+
+    @property
+    def revert_data(self) -> str:
+        return self.failure.revert_data if self.failure else ""
+
+    @property
+    def note(self) -> str:
+        return STALE_PRICES_NOTE if self.prices_stale else ""
 
     @property
     def gas_fee(self) -> int:
@@ -119,6 +153,7 @@ _TARGET_COLUMNS = (
     "lat_tokens__token__address",
     "fee_structure__management_fee",
     "fee_structure__performance_fee",
+    "contract_deployments",
 )
 
 
@@ -164,14 +199,28 @@ def _deposit_target_read(address: str) -> DepositTarget:
     rows = fetch_prepared(_target_sql(connection.vendor), [address])
     if not rows:
         raise NotFound(f"No LAT at {address}.")
-    proxy_address, chain_id, _, management_fee, performance_fee = rows[0]
+    proxy_address, chain_id, _, management_fee, performance_fee, deployments = rows[0]
     return DepositTarget(
         proxy_address=proxy_address,
         chain_id=int(chain_id),
-        tokens=frozenset(token.lower() for _, _, token, _, _ in rows if token),
+        tokens=frozenset(row[2].lower() for row in rows if row[2]),
         management_fee=Decimal(str(management_fee or 0)),
         performance_fee=Decimal(str(performance_fee or 0)),
+        oracle=_oracle(deployments),
     )
+
+
+def _oracle(deployments: Any) -> str:
+    """The tokenRegistryOracle proxy of a LAT's contract_deployments, as the raw statement gives
+    the column (JSON text, or already decoded where the driver does that); "" where none."""
+    if isinstance(deployments, str | bytes):
+        try:
+            deployments = json.loads(deployments)
+        except ValueError:
+            return ""
+    proxy = deployments.get("proxy") if isinstance(deployments, dict) else None
+    oracle = proxy.get("tokenRegistryOracle") if isinstance(proxy, dict) else None
+    return checksum(oracle) if isinstance(oracle, str) and is_address(oracle) else ""
 
 
 # --- validation ---------------------------------------------------------------------------------
@@ -413,6 +462,7 @@ def deposit_simulate(*, request: DepositRequest) -> DepositSimulation:
             calldata=calldata,
             sender=request.sender,
             deadline=started + timeout,
+            oracle=lat.oracle,
         )
     except ChainUnavailable as exc:
         # Past the deadline the node did not answer in time, whatever the last socket saw.
@@ -431,9 +481,14 @@ def deposit_simulate(*, request: DepositRequest) -> DepositSimulation:
     return DepositSimulation(
         success=simulation.success,
         amounts=tuple(Decimal(shares) / scale for shares in simulation.shares),
-        reason=simulation.reason,
         gas_limit=simulation.gas.gas_limit,
         gas_price=simulation.gas.gas_price,
         management_fee=lat.management_fee,
         performance_fee=lat.performance_fee,
+        failure=(
+            None
+            if simulation.success
+            else deposit_failure(simulation.revert, text=simulation.reason)
+        ),
+        prices_stale=simulation.prices_stale,
     )

@@ -60,9 +60,10 @@ def run(ctx: Context, result: SectionResult) -> None:
     _targets(result, figures, ctx.args.connections)
     result.notes.append(
         f"  simulate-deposit: {len(manifest['tokens'])} assets, one JSON-RPC batch (eth_call, "
-        "eth_estimateGas, eth_gasPrice) per request; the raw batch is that batch sent straight "
-        "to anvil. Each pair of rows is measured in alternating rounds (a b, b a, a b): req/s "
-        "over all of them, the percentiles the median of the rounds'."
+        "eth_estimateGas, eth_gasPrice, the oracle's arePricesStale) per request; the raw batch "
+        "is that batch sent straight to anvil. Each pair of rows is measured in alternating "
+        "rounds (a b, b a, a b): req/s over all of them, the percentiles the median of the "
+        "rounds'."
     )
 
 
@@ -99,6 +100,7 @@ def _sides(base: str, rpc_url: str, manifest: dict, sender: str) -> list[tuple]:
     build, in that order."""
     from eth_utils import to_checksum_address
 
+    from chain.abi import function
     from chain.gateway import Gateway
 
     lat = to_checksum_address(manifest["proxyAddress"])
@@ -108,10 +110,20 @@ def _sides(base: str, rpc_url: str, manifest: dict, sender: str) -> list[tuple]:
     # The batch Gateway.simulate_deposit sends: the same calldata and calls, at "latest".
     calldata = Gateway.deposit_calldata(assets=assets, amounts=amounts, receiver=sender)
     tx = {"from": sender, "to": lat, "data": calldata, "value": "0x0"}
-    calls = [("eth_call", [tx, "latest"]), ("eth_estimateGas", [tx, "latest"])]
+    oracle = manifest["contractDeployments"]["proxy"]["tokenRegistryOracle"]["address"]
+    stale = {
+        "to": oracle,
+        "data": "0x" + function("TokenRegistryOracle", "arePricesStale").selector.hex(),
+    }
+    calls = [
+        ("eth_call", [tx, "latest"]),
+        ("eth_estimateGas", [tx, "latest"]),
+        ("eth_gasPrice", []),
+        ("eth_call", [stale, "latest"]),
+    ]
     batch = [
         {"jsonrpc": "2.0", "method": method, "params": params, "id": i}
-        for i, (method, params) in enumerate([*calls, ("eth_gasPrice", [])])
+        for i, (method, params) in enumerate(calls)
     ]
     sides = [
         ("simulate-deposit", f"{base}/lat/{lat}/simulate-deposit", {**deposit, "sender": sender}),

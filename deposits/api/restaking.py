@@ -20,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from chain.reverts import selector
 from core.api.documents import CacheRead
 from core.api.fields import ErrorSerializer
 from core.api.params import address_path_parameter
@@ -29,6 +30,7 @@ from core.errors import MalformedRequest
 from core.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 from deposits import restaking
 from deposits.api import restaking_serializers as s
+from deposits.restaking import STALE_PRICES_NOTE
 
 TAG = "Direct Restaking"
 ERRORS = ("bad_request", "not_found", "unprocessable_entity", "rate_limit_exceeded")
@@ -181,12 +183,24 @@ _SIMULATE_DESCRIPTION = (
     "product), decimal strings in wei.\n"
     "- `fees.service`: the LAT's `managementFee` and `performanceFee` (percent, 0 when staff "
     "set none), as GET /lat/{address}/fees.\n"
-    "- `reason`: only on a revert.\n\n"
+    "- `pricesStale`: the LAT oracle's `arePricesStale()` at the same block (null where the "
+    "deployment has no such view). The deposit runs exactly as the chain will run it, never "
+    "`calculateShares` in its place: when prices are stale it first refreshes every token's "
+    "price from its source, so `amounts` follow the refreshed prices and `fees.gas` includes "
+    "the refresh's gas; `note` then says so. Whether prices are stale depends on the block "
+    "(on Mainnet v1, a threshold of 1 to 4 hours derived from the block): GET "
+    "/lat/{address}/status shows it as of the last refresh.\n"
+    "- `reason`, `reasonCode`, `revert`, `revertData`: only on a revert.\n\n"
     "A deposit that would revert is still a 200 (the simulation itself worked): "
-    "`success: false`, `amounts: []`, the decoded revert reason in `reason` (custom errors by "
-    'name and arguments, e.g. "ERC20InsufficientAllowance(0x…, 0, 1000)", "EnforcedPause()", '
-    '"UnsupportedAsset(0x…)"), and `fees.gas` with `gasLimit` and `gasFee` `"0"` (there is '
-    "nothing to estimate) and `gasPrice` still the node's current price.\n\n"
+    "`success: false`, `amounts: []`, `reason` saying in words a wallet can show why (the LAT "
+    "is paused, a price refresh failed, an unsupported asset, a balance or allowance too "
+    "low, ...), `reasonCode` the kind of failure for programs, `revert` the revert decoded "
+    "whatever its kind (the string of an `Error(string)`, such as Mainnet v1's "
+    '"Pausable: paused"; a `Panic` with its meaning; a custom error with its arguments, such '
+    'as "PriceUpdateFailed()" or "ERC20InsufficientAllowance(0x…, 0, 1000)"; or "unknown '
+    'error 0x…"), `revertData` the raw revert data, and `fees.gas` with `gasLimit` and '
+    '`gasFee` `"0"` (there is nothing to estimate) and `gasPrice` still the node\'s current '
+    "price.\n\n"
     "Limits, because each simulation calls a node: a rate limit of its own, "
     "`RATE_LIMIT_SIMULATE` (default 20/min) per API key or client IP, on top of the general "
     "one; a total deadline of `SIMULATE_TIMEOUT` seconds (default 5) per simulation, past which "
@@ -209,6 +223,37 @@ _SIMULATE_500 = (
     "message says which, without internals. Also anything unexpected."
 )
 _FEES_EXAMPLE = {"managementFee": 2.5, "performanceFee": 10.0}
+_PRICE_UPDATE_FAILED = selector("PriceUpdateFailed()")
+
+
+def _error_string_data(text: str) -> str:
+    """`Error(string)` revert data: its selector 0x08c379a0, the string's offset (32), its
+    length and its bytes padded to a word, as Solidity encodes `revert("...")`."""
+    raw = text.encode()
+    padded = raw + bytes(-len(raw) % 32)
+    return (
+        "0x08c379a0"
+        + (32).to_bytes(32, "big").hex()
+        + len(raw).to_bytes(32, "big").hex()
+        + (padded.hex())
+    )
+
+
+def _reverted(
+    reason: str, code: str, revert: str, data: str, *, prices_stale: bool = False
+) -> dict:
+    example: dict = {
+        "success": False,
+        "amounts": [],
+        "fees": {
+            "gas": {"gasLimit": "0", "gasPrice": "1875000000", "gasFee": "0"},
+            "service": _FEES_EXAMPLE,
+        },
+        "pricesStale": prices_stale,
+    }
+    if prices_stale:
+        example["note"] = STALE_PRICES_NOTE
+    return {**example, "reason": reason, "reasonCode": code, "revert": revert, "revertData": data}
 
 
 class DepositSimulateView(_TargetReadAhead, APIView):
@@ -264,21 +309,63 @@ class DepositSimulateView(_TargetReadAhead, APIView):
                         },
                         "service": _FEES_EXAMPLE,
                     },
+                    "pricesStale": False,
                 },
             ),
             OpenApiExample(
-                "Would revert",
+                "Would succeed after refreshing stale prices",
                 response_only=True,
                 status_codes=["200"],
                 value={
-                    "success": False,
-                    "amounts": [],
+                    "success": True,
+                    "amounts": [0.997, 2.719],
                     "fees": {
-                        "gas": {"gasLimit": "0", "gasPrice": "1875000000", "gasFee": "0"},
+                        "gas": {
+                            "gasLimit": "287114",
+                            "gasPrice": "1875000000",
+                            "gasFee": "538338750000000",
+                        },
                         "service": _FEES_EXAMPLE,
                     },
-                    "reason": f"ERC20InsufficientAllowance({_LAT}, 0, 1000000000000000000)",
+                    "pricesStale": True,
+                    "note": STALE_PRICES_NOTE,
                 },
+            ),
+            OpenApiExample(
+                "Would revert: paused (Mainnet v1)",
+                response_only=True,
+                status_codes=["200"],
+                value=_reverted(
+                    "The LAT is paused: it accepts no deposits until it is unpaused.",
+                    "paused",
+                    "Pausable: paused",
+                    _error_string_data("Pausable: paused"),
+                ),
+            ),
+            OpenApiExample(
+                "Would revert: a price source failed (Mainnet v1)",
+                response_only=True,
+                status_codes=["200"],
+                value=_reverted(
+                    "The LAT's prices are stale and refreshing them failed (a token's price "
+                    "source gave no price): it accepts no deposits until its prices are updated.",
+                    "price_refresh_failed",
+                    "PriceUpdateFailed()",
+                    _PRICE_UPDATE_FAILED,
+                    prices_stale=True,
+                ),
+            ),
+            OpenApiExample(
+                "Would revert: allowance too low (an OpenZeppelin 4 token)",
+                response_only=True,
+                status_codes=["200"],
+                value=_reverted(
+                    "The sender has not approved the LAT to take this amount of the token: "
+                    "approve it first.",
+                    "insufficient_allowance",
+                    "ERC20: insufficient allowance",
+                    _error_string_data("ERC20: insufficient allowance"),
+                ),
             ),
         ],
     )

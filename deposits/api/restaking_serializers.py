@@ -16,6 +16,7 @@ from rest_framework import serializers
 from core.addresses import ADDRESS_PATTERN
 from core.api.fields import AddressOutField, UintStringField
 from deposits.restaking import AMOUNT_PATTERN, DepositSimulation
+from deposits.reverts import REASON_CODES
 
 # --- request bodies -------------------------------------------------------------------------
 
@@ -123,28 +124,73 @@ class DepositSimulationSerializer(serializers.Serializer):
         ),
     )
     fees = DepositSimulationFeesSerializer(source="*", read_only=True)
-    # Not read-only, so that the schema marks it optional: present only on a revert.
+    pricesStale = serializers.BooleanField(
+        source="prices_stale",
+        allow_null=True,
+        read_only=True,
+        help_text=(
+            "Whether the LAT's prices are stale at the simulated block (its oracle's "
+            "`arePricesStale()`, read in the same batch). When true, the deposit first "
+            "refreshes every token's price from its source: `amounts` and `fees.gas` already "
+            "include that refresh, and the shares may differ from `calculateShares`. Null where "
+            "the LAT has no such oracle view (older deployments)."
+        ),
+    )
+    # Not read-only, so that the schema marks them optional: each present only when it applies.
+    note = serializers.CharField(
+        required=False,
+        help_text="Only when `pricesStale` is true: that the deposit refreshes every price first.",
+    )
     reason = serializers.CharField(
         required=False,
         help_text=(
-            "Only when `success` is false: the decoded revert reason, e.g. "
-            '"ERC20InsufficientAllowance(0x…, 0, 1000)", "EnforcedPause()", '
-            '"UnsupportedAsset(0x…)".'
+            "Only when `success` is false: why the deposit would fail, in words a wallet can "
+            'show, e.g. "The LAT is paused: it accepts no deposits until it is unpaused."'
         ),
+    )
+    reasonCode = serializers.ChoiceField(
+        source="reason_code",
+        choices=REASON_CODES,
+        required=False,
+        help_text=(
+            "Only when `success` is false: the kind of failure, stable for programs. "
+            "`price_refresh_failed`: prices were stale and a price source gave no price; "
+            "`unknown_error`: a revert selector this service does not know; `other`: a known "
+            "error of none of the other kinds."
+        ),
+    )
+    revert = serializers.CharField(
+        required=False,
+        help_text=(
+            "Only when `success` is false: the revert as the contracts gave it, decoded: the "
+            'string of an `Error(string)` ("Pausable: paused", as Mainnet v1 LATs revert), '
+            '"Panic(0x11: arithmetic overflow or underflow)", a custom error with its '
+            'arguments ("EnforcedPause()", "UnsupportedAsset(0x…)", '
+            '"ERC20InsufficientAllowance(0x…, 0, 1000)"), or "unknown error 0x12345678".'
+        ),
+    )
+    revertData = serializers.RegexField(
+        r"^0x([0-9a-f]{2})*$",
+        source="revert_data",
+        required=False,
+        help_text='Only when `success` is false: the raw revert data, 0x-hex ("0x" for none).',
     )
 
     def to_representation(self, instance):
         data = super().to_representation(instance)
+        if not instance.prices_stale:
+            data.pop("note", None)
         if instance.success:
-            data.pop("reason", None)
+            for field in ("reason", "reasonCode", "revert", "revertData"):
+                data.pop(field, None)
         return data
 
 
 def deposit_simulation_data(simulation: DepositSimulation) -> dict[str, Any]:
-    """The body DepositSimulationSerializer gives for `simulation`, built directly: this is the
-    endpoint's hot path, and the serializer's field copies cost more than the rest of shaping
-    the answer. The serializer stays the documented shape; tests/deposits/test_restaking.py
-    checks that the two agree and that real answers validate against the OpenAPI schema."""
+    """The body DepositSimulationSerializer documents for `simulation`, built directly: this is
+    the endpoint's hot path, and the serializer's field copies cost more than the rest of
+    shaping the answer. tests/deposits/test_restaking.py checks that real answers validate
+    against the OpenAPI schema."""
     data: dict[str, Any] = {
         "success": simulation.success,
         "amounts": [float(amount) for amount in simulation.amounts],
@@ -159,7 +205,13 @@ def deposit_simulation_data(simulation: DepositSimulation) -> dict[str, Any]:
                 "performanceFee": float(simulation.performance_fee),
             },
         },
+        "pricesStale": simulation.prices_stale,
     }
-    if not simulation.success:
-        data["reason"] = simulation.reason
+    if simulation.prices_stale:
+        data["note"] = simulation.note
+    if simulation.failure is not None:
+        data["reason"] = simulation.failure.reason
+        data["reasonCode"] = simulation.failure.code
+        data["revert"] = simulation.failure.revert
+        data["revertData"] = simulation.failure.revert_data
     return data

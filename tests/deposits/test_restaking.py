@@ -25,6 +25,7 @@ from deposits.api.restaking_serializers import (
     deposit_simulation_data,
 )
 from deposits.restaking import DepositSimulation
+from deposits.reverts import DepositFailure
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
 from tests import factories as f
 from tests.ports import closed_port_url
@@ -583,11 +584,24 @@ def test_schema_simulate_answers_at_the_top_level(openapi):
     operation = openapi["paths"]["/lat/{address}/simulate-deposit"]["post"]
     ok = operation["responses"]["200"]["content"]["application/json"]
     shape = _resolve(openapi, ok["schema"])
-    assert set(shape["properties"]) == {"success", "amounts", "fees", "reason"}
-    assert set(shape["required"]) == {"success", "amounts", "fees"}
+    assert set(shape["properties"]) == {
+        "success", "amounts", "fees", "pricesStale", "note",
+        "reason", "reasonCode", "revert", "revertData",
+    }  # fmt: skip
+    assert set(shape["required"]) == {"success", "amounts", "fees", "pricesStale"}
+    assert shape["properties"]["pricesStale"]["nullable"] is True
+    reason_codes = _resolve(openapi, shape["properties"]["reasonCode"]["allOf"][0])
+    assert set(reason_codes["enum"]) >= {
+        "paused", "price_refresh_failed", "unsupported_asset", "insufficient_balance",
+        "insufficient_allowance", "unknown_error",
+    }  # fmt: skip
+    reverts = set()
     for example in ok["examples"].values():
         assert "data" not in example["value"]
-        assert {"success", "amounts", "fees"} <= set(example["value"])
+        assert {"success", "amounts", "fees", "pricesStale"} <= set(example["value"])
+        reverts.add(example["value"].get("revert"))
+    # The examples show real Mainnet v1 reverts: OpenZeppelin 4.9's string, the LAT's own error.
+    assert {"Pausable: paused", "PriceUpdateFailed()"} <= reverts
     # The deposit endpoint keeps its wrapper.
     build = openapi["paths"]["/lat/{address}/deposit"]["post"]["responses"]["200"]
     assert set(_resolve(openapi, build["content"]["application/json"]["schema"])["properties"]) == {
@@ -598,20 +612,47 @@ def test_schema_simulate_answers_at_the_top_level(openapi):
 SUCCEEDED = DepositSimulation(
     success=True,
     amounts=(Decimal("0.998"), Decimal("2.725")),
-    reason="",
     gas_limit=201532,
     gas_price=1875000000,
     management_fee=Decimal("2.5"),
     performance_fee=Decimal("10"),
+    prices_stale=False,
+)
+AFTER_A_REFRESH = DepositSimulation(
+    success=True,
+    amounts=(Decimal("1.5"),),
+    gas_limit=287114,
+    gas_price=1000000000,
+    management_fee=Decimal("0"),
+    performance_fee=Decimal("0"),
+    prices_stale=True,
+)
+# Error("Pausable: paused"), encoded by hand: selector, offset 32, length 16, the padded bytes.
+PAUSED_DATA = (
+    "0x"
+    + keccak(text="Error(string)")[:4].hex()
+    + (32).to_bytes(32, "big").hex()
+    + (16).to_bytes(32, "big").hex()
+    + b"Pausable: paused".hex().ljust(64, "0")
 )
 REVERTED = DepositSimulation(
     success=False,
     amounts=(),
-    reason="EnforcedPause()",
     gas_limit=0,
     gas_price=1875000000,
     management_fee=Decimal("0"),
     performance_fee=Decimal("0"),
+    failure=DepositFailure(
+        "paused",
+        "The LAT is paused: it accepts no deposits until it is unpaused.",
+        "Pausable: paused",
+        PAUSED_DATA,
+    ),
+    prices_stale=None,  # an older deployment's oracle has no such view
+)
+STALE_NOTE = (
+    "The LAT's prices are stale at this block: the deposit first refreshes every token's price "
+    "from its source (amounts and the gas estimate include that refresh)."
 )
 
 
@@ -631,6 +672,24 @@ REVERTED = DepositSimulation(
                     },
                     "service": {"managementFee": 2.5, "performanceFee": 10.0},
                 },
+                "pricesStale": False,
+            },
+        ),
+        (
+            AFTER_A_REFRESH,
+            {
+                "success": True,
+                "amounts": [1.5],
+                "fees": {
+                    "gas": {
+                        "gasLimit": "287114",
+                        "gasPrice": "1000000000",
+                        "gasFee": "287114000000000",
+                    },
+                    "service": {"managementFee": 0.0, "performanceFee": 0.0},
+                },
+                "pricesStale": True,
+                "note": STALE_NOTE,
             },
         ),
         (
@@ -642,7 +701,11 @@ REVERTED = DepositSimulation(
                     "gas": {"gasLimit": "0", "gasPrice": "1875000000", "gasFee": "0"},
                     "service": {"managementFee": 0.0, "performanceFee": 0.0},
                 },
-                "reason": "EnforcedPause()",
+                "pricesStale": None,
+                "reason": "The LAT is paused: it accepts no deposits until it is unpaused.",
+                "reasonCode": "paused",
+                "revert": "Pausable: paused",
+                "revertData": PAUSED_DATA,
             },
         ),
     ],

@@ -1,11 +1,14 @@
 """Direct Restaking on anvil: a wallet asks the service for a deposit transaction, signs and sends
 exactly what it got, and the chain mints what simulate-deposit predicted just before.
 
-Expected values come from the chain itself (receipts, events, balances, eth_gasPrice,
-calculateShares, eth_call, eth_estimateGas), read with web3 in the test. simulate-deposit
-answers its members at the top level (no `data` wrapper); deposit keeps its `data` wrapper. The
-node is reached through a small recording proxy, so the tests also see how many JSON-RPC
-requests each endpoint makes: none to build, one batch to simulate.
+The devnet's LAT contracts behave as upstream's Mainnet v1 (OpenZeppelin 4.9: a paused LAT
+reverts with the string "Pausable: paused"; a deposit while prices are stale refreshes every
+price first). Expected values come from the chain itself (receipts, events, balances,
+eth_gasPrice, eth_call, eth_estimateGas), read with web3 in the test, or are worked out by hand
+(tests/devnet_values.py, revert data encoded here). simulate-deposit answers its members at the
+top level (no `data` wrapper); deposit keeps its `data` wrapper. The node is reached through a
+small recording proxy, so the tests also see how many JSON-RPC requests each endpoint makes:
+none to build, one batch to simulate.
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ import jsonschema
 import pytest
 from django.core.management import call_command
 from drf_spectacular.generators import SchemaGenerator
+from eth_abi import encode as abi_encode
+from web3 import Web3
 from web3.logs import DISCARD
 
 from devchain.devnet import DEPLOYER, write_manifests
 from lats.models import FeeStructure, Lat, LatToken
 from tests import factories as f
+from tests.devnet_values import ETH_SUPPLY, ETH_TOTAL_ASSETS, eth_total_assets
 from tests.ports import closed_port_url
 
 pytestmark = [pytest.mark.django_db(transaction=False), pytest.mark.chain]
@@ -35,6 +41,27 @@ pytestmark = [pytest.mark.django_db(transaction=False), pytest.mark.chain]
 WALLET_INDEX = 11  # a free anvil account (10 is the bench sender)
 RECEIVER_INDEX = 12
 WAD = 10**18
+# One simulation: the deposit, its gas, the gas price, and the oracle's arePricesStale().
+SIMULATION_BATCH = [["eth_call", "eth_estimateGas", "eth_gasPrice", "eth_call"]]
+STALE_NOTE = (
+    "The LAT's prices are stale at this block: the deposit first refreshes every token's price "
+    "from its source (amounts and the gas estimate include that refresh)."
+)
+
+
+def selector(signature: str) -> bytes:
+    return bytes(Web3.keccak(text=signature)[:4])
+
+
+def error_string_data(text: str) -> str:
+    """Error(string) revert data, encoded by hand: selector, offset 32, length, padded bytes."""
+    raw = text.encode()
+    words = (32).to_bytes(32, "big") + len(raw).to_bytes(32, "big") + raw
+    return "0x" + (selector("Error(string)") + words + bytes(-len(raw) % 32)).hex()
+
+
+def custom_error_data(signature: str, types: list[str], values: list[Any]) -> str:
+    return "0x" + (selector(signature) + abi_encode(types, values)).hex()
 
 
 # --- a node in front of the node --------------------------------------------------------------
@@ -163,6 +190,7 @@ def _expected_simulation(chain, deposit_call, wallet: str, service: dict) -> tup
             "gas": {"gasLimit": str(gas), "gasPrice": str(price), "gasFee": str(gas * price)},
             "service": service,
         },
+        "pricesStale": False,
     }
 
 
@@ -213,7 +241,7 @@ def test_wallet_signs_the_built_transaction_and_mints_what_was_simulated(
 
     simulated = post(api, f"/lat/{proxy.lower()}/simulate-deposit", {**payload, "sender": wallet})
     assert simulated.status_code == 200, simulated.content
-    assert methods(recording_node.bodies) == [["eth_call", "eth_estimateGas", "eth_gasPrice"]]
+    assert methods(recording_node.bodies) == SIMULATION_BATCH
     prediction = simulated.json()
     assert prediction == expected
     gas = prediction["fees"]["gas"]
@@ -276,16 +304,24 @@ def _simulation_schema() -> jsonschema.protocols.Validator:
     return jsonschema.Draft7Validator({**body, "components": {"schemas": components}})
 
 
-def _assert_reverted(chain, result: dict, reason: str) -> None:
-    assert result == {
+def _assert_reverted(
+    chain, result: dict, reason: str, code: str, revert: str, data: str, *, stale: bool = False
+) -> None:
+    expected = {
         "success": False,
         "amounts": [],
         "fees": {
             "gas": {"gasLimit": "0", "gasPrice": str(chain.w3.eth.gas_price), "gasFee": "0"},
             "service": {"managementFee": 0.0, "performanceFee": 0.0},
         },
+        "pricesStale": stale,
+        **({"note": STALE_NOTE} if stale else {}),
         "reason": reason,
+        "reasonCode": code,
+        "revert": revert,
+        "revertData": data,
     }
+    assert result == expected
 
 
 def test_one_asset_simulation_is_calculate_shares_at_the_top_level(api, chain, lat_eth):
@@ -311,6 +347,7 @@ def test_one_asset_simulation_is_calculate_shares_at_the_top_level(api, chain, l
             },
             "service": {"managementFee": 0.0, "performanceFee": 0.0},
         },
+        "pricesStale": False,
     }
 
 
@@ -322,9 +359,21 @@ def test_simulation_without_approval_reverts_with_the_allowance_error(
     wallet = chain.account(WALLET_INDEX)
     fund(chain, wallet, proxy, [steth], [1000], approve=False)
     result = _simulate(api, lat_eth, wallet, [steth], [1000])
-    # OpenZeppelin 5: ERC20InsufficientAllowance(spender, allowance, needed); the LAT spends.
-    _assert_reverted(chain, result, f"ERC20InsufficientAllowance({proxy}, 0, 1000)")
-    assert methods(recording_node.bodies) == [["eth_call", "eth_estimateGas", "eth_gasPrice"]]
+    # The devnet's token has OpenZeppelin 5's errors: ERC20InsufficientAllowance(spender,
+    # allowance, needed), the LAT spending; the LAT's SafeERC20 passes it on unchanged.
+    _assert_reverted(
+        chain,
+        result,
+        "The sender has not approved the LAT to take this amount of the token: approve it first.",
+        "insufficient_allowance",
+        f"ERC20InsufficientAllowance({proxy}, 0, 1000)",
+        custom_error_data(
+            "ERC20InsufficientAllowance(address,uint256,uint256)",
+            ["address", "uint256", "uint256"],
+            [proxy, 0, 1000],
+        ),
+    )
+    assert methods(recording_node.bodies) == SIMULATION_BATCH
 
 
 def test_simulation_without_balance_reverts_with_the_balance_error(api, chain, lat_eth):
@@ -334,10 +383,21 @@ def test_simulation_without_balance_reverts_with_the_balance_error(api, chain, l
     token = chain.contract("TestERC20", cbeth)
     _wait(chain, token.functions.approve(proxy, 5).transact({"from": wallet}))
     result = _simulate(api, lat_eth, wallet, [cbeth], [5])
-    _assert_reverted(chain, result, f"ERC20InsufficientBalance({wallet}, 0, 5)")
+    _assert_reverted(
+        chain,
+        result,
+        "The sender's token balance is too low for this deposit.",
+        "insufficient_balance",
+        f"ERC20InsufficientBalance({wallet}, 0, 5)",
+        custom_error_data(
+            "ERC20InsufficientBalance(address,uint256,uint256)",
+            ["address", "uint256", "uint256"],
+            [wallet, 0, 5],
+        ),
+    )
 
 
-def test_simulation_of_a_paused_lat_reverts_with_enforced_pause(api, chain, lat_eth):
+def test_simulation_of_a_paused_lat_reverts_with_the_pausable_string(api, chain, lat_eth):
     proxy = lat_eth["proxyAddress"]
     steth = lat_eth["tokens"][0]["address"]
     wallet = chain.account(WALLET_INDEX)
@@ -345,7 +405,15 @@ def test_simulation_of_a_paused_lat_reverts_with_enforced_pause(api, chain, lat_
     lt = chain.contract("LiquidToken", proxy)
     _wait(chain, lt.functions.pause().transact({"from": chain.account(DEPLOYER)}))
     result = _simulate(api, lat_eth, wallet, [steth], [WAD])
-    _assert_reverted(chain, result, "EnforcedPause()")
+    # OpenZeppelin 4.9's Pausable, as on Mainnet v1: Error("Pausable: paused").
+    _assert_reverted(
+        chain,
+        result,
+        "The LAT is paused: it accepts no deposits until it is unpaused.",
+        "paused",
+        "Pausable: paused",
+        error_string_data("Pausable: paused"),
+    )
     # Building still works: it does not look at the chain.
     built = post(
         api,
@@ -365,7 +433,111 @@ def test_asset_the_chain_no_longer_supports_reverts_unsupported_asset(api, chain
     wallet = chain.account(WALLET_INDEX)
     fund(chain, wallet, proxy, [wbtc], [10**8])
     result = _simulate(api, lat_eth, wallet, [wbtc], [10**8])
-    _assert_reverted(chain, result, f"UnsupportedAsset({wbtc})")
+    _assert_reverted(
+        chain,
+        result,
+        f"{wbtc} is not a token this LAT accepts.",
+        "unsupported_asset",
+        f"UnsupportedAsset({wbtc})",
+        custom_error_data("UnsupportedAsset(address)", ["address"], [wbtc]),
+    )
+
+
+# --- stale prices -------------------------------------------------------------------------------
+
+
+def _rate_feed(chain, manifest: dict, token: str):
+    """The Chainlink-style feed latETH's oracle reads the token's price from."""
+    oracle = chain.contract(
+        "TokenRegistryOracle",
+        manifest["contractDeployments"]["proxy"]["tokenRegistryOracle"]["address"],
+    )
+    return oracle, chain.contract("PriceFeed", oracle.functions.tokenConfigs(token).call()[3])
+
+
+def test_a_deposit_while_prices_are_stale_mints_what_was_simulated_after_the_refresh(
+    api, chain, lat_eth, recording_node
+):
+    proxy = lat_eth["proxyAddress"]
+    steth, cbeth = (t["address"] for t in lat_eth["tokens"])
+    manager = lat_eth["contractDeployments"]["proxy"]["liquidTokenManager"]["address"]
+    wallet = chain.account(WALLET_INDEX)
+    amount = 2 * 10**6  # 2 cbETH
+    fund(chain, wallet, proxy, [cbeth], [amount])
+    lt = chain.contract("LiquidToken", proxy)
+    fresh_gas = lt.functions.deposit([cbeth], [amount], wallet).estimate_gas({"from": wallet})
+    # cbETH's price source moves from 1.09 to 1.10; a day later the oracle's prices are stale.
+    oracle, feed = _rate_feed(chain, lat_eth, cbeth)
+    _wait(chain, feed.functions.setAnswer(110 * 10**16).transact({"from": chain.account(0)}))
+    chain.rpc("evm_increaseTime", 86_401)
+    chain.rpc("evm_mine")
+
+    # By hand: the deposit first takes cbETH at 1.10, so totalAssets grows with it.
+    expected = (
+        amount * 110 * 10**16 // 10**6 * ETH_SUPPLY // eth_total_assets(cbeth_price=110 * 10**16)
+    )
+    calculated = amount * 109 * 10**16 // 10**6 * ETH_SUPPLY // ETH_TOTAL_ASSETS  # stale price
+    assert lt.functions.calculateShares(cbeth, amount).call() == calculated != expected
+
+    recording_node.bodies.clear()
+    result = _simulate(api, lat_eth, wallet, [cbeth], [amount])
+    assert methods(recording_node.bodies) == SIMULATION_BATCH
+    assert result["success"] is True
+    assert result["amounts"] == [expected / WAD]
+    assert (result["pricesStale"], result["note"]) == (True, STALE_NOTE)
+    gas_limit = int(result["fees"]["gas"]["gasLimit"])
+    assert gas_limit > fresh_gas  # the estimate includes the refresh
+
+    receipt = _wait(
+        chain,
+        lt.functions.deposit([cbeth], [amount], wallet).transact(
+            {"from": wallet, "gas": gas_limit}
+        ),
+    )
+    block = receipt["blockNumber"]
+    (deposited,) = lt.events.AssetDeposited().get_logs(from_block=block, to_block=block)
+    assert deposited["args"]["shares"] == expected  # the chain minted what was simulated
+    # The refresh's events, read with plain web3.
+    (refreshed,) = lt.events.PricesUpdatedBeforeDeposit().get_logs(from_block=block, to_block=block)
+    assert refreshed["args"]["depositor"] == wallet
+    rates = oracle.events.TokenRateUpdated().get_logs(from_block=block, to_block=block)
+    assert [(e["args"]["token"], e["args"]["oldRate"], e["args"]["newRate"]) for e in rates] == [
+        (steth, 999 * 10**15, 999 * 10**15),
+        (cbeth, 109 * 10**16, 110 * 10**16),
+    ]
+    assert {e["args"]["updater"] for e in rates} == {proxy}
+    (updated,) = oracle.events.GlobalPricesUpdated().get_logs(from_block=block, to_block=block)
+    assert updated["args"]["updater"] == proxy
+    assert updated["args"]["timestamp"] == chain.w3.eth.get_block(block)["timestamp"]
+    prices = chain.contract("LiquidTokenManager", manager).events.TokenPriceUpdated()
+    assert [
+        (e["args"]["token"], e["args"]["newPrice"], e["args"]["updater"])
+        for e in prices.get_logs(from_block=block, to_block=block)
+    ] == [(steth, 999 * 10**15, oracle.address), (cbeth, 110 * 10**16, oracle.address)]
+    # Fresh again: the next simulation says so.
+    assert _simulate(api, lat_eth, wallet, [cbeth], [1])["pricesStale"] is False
+
+
+def test_a_failing_price_source_fails_a_stale_deposit_with_price_update_failed(api, chain, lat_eth):
+    proxy = lat_eth["proxyAddress"]
+    cbeth = lat_eth["tokens"][1]["address"]
+    wallet = chain.account(WALLET_INDEX)
+    fund(chain, wallet, proxy, [cbeth], [10**6])
+    _, feed = _rate_feed(chain, lat_eth, cbeth)
+    _wait(chain, feed.functions.setAnswer(0).transact({"from": chain.account(0)}))  # no price
+    chain.rpc("evm_increaseTime", 86_401)
+    chain.rpc("evm_mine")
+    result = _simulate(api, lat_eth, wallet, [cbeth], [10**6])
+    _assert_reverted(
+        chain,
+        result,
+        "The LAT's prices are stale and refreshing them failed (a token's price source gave no "
+        "price): it accepts no deposits until its prices are updated.",
+        "price_refresh_failed",
+        "PriceUpdateFailed()",
+        "0x" + selector("PriceUpdateFailed()").hex(),
+        stale=True,
+    )
 
 
 # --- the node failing -------------------------------------------------------------------------
@@ -420,4 +592,4 @@ def test_node_timing_out_is_a_500_after_the_timeout(api, chain, lat_eth, setting
     while not silent_node.bodies and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(0.6)  # past the deadline again: no second request follows
-    assert methods(silent_node.bodies) == [["eth_call", "eth_estimateGas", "eth_gasPrice"]]
+    assert methods(silent_node.bodies) == SIMULATION_BATCH

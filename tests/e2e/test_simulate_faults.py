@@ -136,6 +136,7 @@ def expected_success(w3, manifest: dict[str, Any], body: dict[str, Any]) -> dict
             "gas": {"gasLimit": str(gas), "gasPrice": str(price), "gasFee": str(gas * price)},
             "service": {"managementFee": 0.0, "performanceFee": 0.0},
         },
+        "pricesStale": False,
     }
 
 

@@ -59,3 +59,23 @@ def test_lat_devnet_without_then_with_multicall3(tmp_path, settings, monkeypatch
         assert w3.eth.get_code(MULTICALL3_ADDRESS) == b""
     finally:
         node.stop()
+
+
+def test_lat_devnet_refuses_a_kept_chain_with_other_contracts(tmp_path, settings, monkeypatch):
+    """A chain kept from a release whose LAT contracts differ is not served as if current."""
+    from django.core.management.base import CommandError
+
+    monkeypatch.setenv("RPC_URL", "")
+    settings.RPC_URL = ""
+    node = start_anvil()
+    try:
+        w3 = Web3(Web3.HTTPProvider(node.url))
+        args = ["--port", str(node.port), "--dir", str(tmp_path)]
+        call_command("lat_devnet", *args, stdout=io.StringIO())
+        lat = json.loads((tmp_path / "manifests" / "latBTC.json").read_text())
+        older = load_artifacts()["TestERC20"]["deployedBytecode"]  # any other code
+        w3.provider.make_request("anvil_setCode", [lat["implementationAddress"], older])
+        with pytest.raises(CommandError, match="deployed with other LAT contracts"):
+            call_command("lat_devnet", *args, stdout=io.StringIO())
+    finally:
+        node.stop()

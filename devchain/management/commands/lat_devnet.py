@@ -21,6 +21,7 @@ from devchain.devnet import (
     contract,
     deploy_devnet,
     install_multicall3,
+    load_artifacts,
     make_deposits,
     remove_multicall3,
     write_manifests,
@@ -134,6 +135,7 @@ class Command(BaseCommand):
         gateway = gateway_for_url(url, timeout=settings.RPC_TIMEOUT)
         try:
             if existing and all(gateway.code_at(m["proxyAddress"]) for m in existing):
+                self._check_contracts(url, existing, manifest_dir)
                 self._set_multicall(url, multicall)
                 return existing
         except ChainError as exc:
@@ -145,6 +147,21 @@ class Command(BaseCommand):
         write_manifests(manifests, manifest_dir)
         self._set_multicall(url, multicall)
         return manifests
+
+    @staticmethod
+    def _check_contracts(url: str, manifests: list[dict], manifest_dir: Path) -> None:
+        """A kept chain must run the LiquidToken of devchain/contracts as built now: one from an
+        older release (before the devnet followed Mainnet v1) would serve other behaviour."""
+        built = load_artifacts()["LiquidToken"]["deployedBytecode"].removeprefix("0x")
+        w3 = connect(url)
+        if any(
+            bytes(w3.eth.get_code(m["implementationAddress"])).hex() != built for m in manifests
+        ):
+            raise CommandError(
+                f"the chain kept in {manifest_dir.parent} was deployed with other LAT contracts "
+                f"than devchain/contracts has now: remove {manifest_dir.parent} (or `rm -rf "
+                "var`) to deploy afresh"
+            )
 
     def _set_multicall(self, url: str, multicall: bool | None) -> None:
         if multicall is None:

@@ -505,6 +505,8 @@ def _initialize_lat(w3: Web3, core: Core, spec: LatSpec, lat: LatContracts) -> N
     owner = core.account(DEPLOYER)
     sm, dm = core.strategy_manager, core.delegation_manager
     lt, ltm, coordinator, oracle = lat.lt, lat.ltm, lat.coordinator, lat.oracle
+    manager_init: tuple[Any, ...]  # the Init struct of each shape's contract
+    lt_init: tuple[Any, ...]
     if lat.shape.price_sources:
         _send(w3, oracle.functions.initialize((owner, owner, lt.address, ltm.address), 0), owner)
         manager_init = (

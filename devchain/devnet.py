@@ -423,8 +423,10 @@ VARIANTS: dict[str, Shape] = {
     # Upstream main at 947e426 (tag v1.0.7), OpenZeppelin 4.9: string reverts, stale-price
     # refresh inside deposit, getDeposit/WithdrawableAssetBalance, tokenRegistryOracle().
     MAINNET_V1: Shape("LiquidToken", "LiquidTokenManager", "TokenRegistryOracle"),
-    # Tags up to v1.0.2 and Holesky v1, OpenZeppelin 5 errors: no tokenRegistryOracle() on the
-    # LAT, no arePricesStale()/lastPriceUpdate(), getStakedAssetBalance, EnforcedPause().
+    # The older deployments: no tokenRegistryOracle() on the LAT and no arePricesStale() or
+    # lastPriceUpdate() (tags up to v1.0.2), getStakedAssetBalance (up to v1.0.6), and
+    # OpenZeppelin 5's errors such as EnforcedPause() (up to v1.0.1 and Holesky v1, deployed
+    # from it; v1.0.2 itself moved to OpenZeppelin 4.9 and reverts with strings).
     V1_0_2: Shape(
         "LiquidTokenV102", "LiquidTokenManagerV102", "TokenRegistryOracleV102", price_sources=False
     ),

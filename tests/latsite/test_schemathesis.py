@@ -2,8 +2,8 @@
 
 A live server (pytest-django's `live_server`) serves a database filled from the devnet
 (`lat_import` + `lat_sync`, after a real deposit into each LAT), with the rate limits set out of
-reach and `RPC_URL` on the devnet's anvil, so that simulate-deposit reaches a node (and a funded,
-approving wallet, so that some simulations succeed). Schemathesis loads the schema the server
+reach and `RPC_URL` on the devnet's anvil, so that simulate-deposit reaches a node (and funded,
+approving wallets, so that some simulations succeed). Schemathesis loads the schema the server
 serves and runs every phase (examples, coverage, fuzzing; stateful, which finds no links between
 these operations) with every check, in positive and negative mode. `map_case` mixes the real
 LAT, token, operator, AVS and wallet addresses into the generated requests, with edge values of
@@ -151,7 +151,8 @@ def served(
     for index, manifest in enumerate(chain.manifests):
         token = manifest["tokens"][0]["address"]
         make_deposits(chain.url, manifest, 1 + index % 3, [token], [WAD])
-    _fund(chain, chain.account(1))
+    for wallet in (1, 2, 3):  # every wallet the requests name (World.wallets)
+        _fund(chain, chain.account(wallet))
     call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))
     call_command("lat_sync", "--no-progress")
     world = _world(chain)

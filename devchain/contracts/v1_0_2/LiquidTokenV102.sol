@@ -6,8 +6,8 @@ import {ERC20} from "../ERC20.sol";
 import {Oz5Pausable, Oz5ReentrancyGuard, Oz5Roles} from "./Oz5.sol";
 import {LiquidTokenManagerV102} from "./LiquidTokenManagerV102.sol";
 
-/// @notice The LAT of an older deployment (upstream tags up to v1.0.2, Holesky v1), with
-/// OpenZeppelin 5's custom errors: no `tokenRegistryOracle()` and no price refresh inside
+/// @notice The LAT of an older deployment (upstream tags up to v1.0.2; OpenZeppelin 5's custom
+/// errors as up to v1.0.1 and on Holesky v1): no `tokenRegistryOracle()` and no price refresh inside
 /// `deposit`; a paused deposit reverts with `EnforcedPause()`. Deposits, shares and balances work
 /// as in the current LiquidToken (shares follow the amount received); totalAssets values the
 /// staked part with the manager's `getStakedAssetBalance`.

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from web3 import Web3
 
 from devchain.anvil import start_anvil
-from devchain.devnet import DEMO_LATS, MULTICALL3_ADDRESS, load_artifacts
+from devchain.devnet import DEMO_LATS, MULTICALL3_ADDRESS, load_artifacts, manifest_tokens
 
 pytestmark = pytest.mark.chain
 
@@ -42,8 +42,10 @@ def test_lat_devnet_without_then_with_multicall3(tmp_path, settings, monkeypatch
         # --deposit: mint, approve and deposit 2.5 of the LAT's first token from wallet 12,
         # leaving the chain's Multicall3 as it is.
         lat = json.loads((tmp_path / "manifests" / "latETH.json").read_text())
+        assert lat["tokens"] == {str(i): t for i, t in enumerate(manifest_tokens(lat))}
+        assert {"roles", "proxyAdminAddress", "deploymentTimestamp"} <= set(lat)  # as published
         token = w3.eth.contract(
-            address=lat["tokens"][0]["address"], abi=load_artifacts()["TestERC20"]["abi"]
+            address=lat["tokens"]["0"]["address"], abi=load_artifacts()["TestERC20"]["abi"]
         )
         wallet = w3.eth.accounts[12]
         held = token.functions.balanceOf(lat["proxyAddress"]).call()

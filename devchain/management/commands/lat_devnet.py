@@ -23,6 +23,7 @@ from devchain.devnet import (
     install_multicall3,
     load_artifacts,
     make_deposits,
+    manifest_tokens,
     remove_multicall3,
     write_manifests,
 )
@@ -109,7 +110,7 @@ class Command(BaseCommand):
         if manifest is None:
             symbols = ", ".join(m["symbol"] for m in manifests)
             raise CommandError(f"no demo LAT {options['deposit']} (there are {symbols})")
-        token = manifest["tokens"][0]["address"]
+        token = manifest_tokens(manifest)[0]["address"]
         decimals = contract(connect(url), "TestERC20", token).functions.decimals().call()
         amount = int(options["amount"] * 10**decimals)
         if amount <= 0:
@@ -141,7 +142,8 @@ class Command(BaseCommand):
         except ChainError as exc:
             raise CommandError(f"the node at {url} does not answer: {exc}") from exc
         self.stdout.write("deploying the demo LATs…")
-        manifests = deploy_devnet(url, multicall=multicall is not False)
+        # As LAT deployment repositories publish them (lat_import takes that form).
+        manifests = deploy_devnet(url, multicall=multicall is not False, published=True)
         for stale in manifest_dir.glob("*.json"):
             stale.unlink()
         write_manifests(manifests, manifest_dir)

@@ -41,7 +41,10 @@ demo: install
 	$(DEMO_ENV) $(PY) manage.py migrate --noinput
 	$(DEMO_ENV) $(PY) manage.py lat_devnet --import --sync --serve 127.0.0.1:8000 $(DEMO_ARGS)
 
+# The bench's load comes from wrk: Debian's package, installed when missing.
 bench: install
+	@command -v wrk >/dev/null || (apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends wrk)
 	$(TEST_ENV) $(PY) bench/run.py $(BENCH_ARGS)
 
 lint: install

@@ -9,8 +9,7 @@ PYTHON = sys.executable
 
 
 def python(*args: str, env: dict[str, str]) -> str:
-    """`python <args>` in the repository with `env` as its whole environment: its output, or a
-    RuntimeError with its output when it fails."""
+    """`python <args>` in the repository with `env` as its whole environment: its output."""
     done = subprocess.run([PYTHON, *args], cwd=REPO, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"python {' '.join(args)} failed:\n{done.stdout}{done.stderr[-3000:]}")

@@ -1,13 +1,8 @@
-"""Section `indexing`: a backfill. A new LAT's 100,000 historical deposits (each an
-`AssetDeposited` and the mint `Transfer` of its shares: 200,000 events) indexed by
-`deposit_index` into a database that already holds the bench data set's deposits of another
-chain at higher block numbers, beside the ceiling of reading the same logs: plain `eth_getLogs`
-over the same block ranges, the JSON parsed, no database.
-
-The database (`lat_indexing_bench`) is seeded once with the data set (bench/dataset.py) and
-kept; the probe (bench/activity_chain.py, in its own process) deletes the devnet's LAT from it
-when it ends.
-"""
+"""Section `indexing`: a backfill. A new LAT's 100,000 historical deposits (200,000 events: each
+`AssetDeposited` and its mint `Transfer`) indexed by `deposit_index` into a database that already
+holds the data set's deposits of another chain at higher block numbers, beside plain
+`eth_getLogs` of the same ranges (the JSON parsed, no database). The database
+(`lat_indexing_bench`) is seeded once and kept; the probe deletes the devnet's LAT when it ends."""
 
 from __future__ import annotations
 
@@ -15,35 +10,30 @@ import time
 
 from bench import dataset, python
 from bench.context import Context, SectionResult
-from bench.sections.activity import index_checks, index_rows, index_runs
+from bench.sections.activity import index_rows, index_runs
 
 TITLE = "Backfill of a new LAT beside 1,000,000 stored deposits, on anvil (events per second)"
 MIN_RATIO = 0.50
 DEPOSITS = 100_000
-PER_TX = 100
 SPAN = 50  # blocks per eth_getLogs / indexing step: ~10,000 events
-DEVNET_CHAIN = 31337
 
 
 def run(ctx: Context, result: SectionResult) -> None:
     from devchain.devnet import deposit_many
 
     result.columns = ["measure", "events", "seconds (best of 2)", "events/s", "vs ceiling"]
-    ctx.log(f"indexing: deploying the devnet and making {DEPOSITS:,} deposits…")
     began = time.perf_counter()
     with ctx.devnet("indexing", fresh=False) as (rpc_url, manifest, db_url):
         # Seeded in a process of its own: this one may have Django set up on the bench database.
-        # (A devnet LAT left by an interrupted run makes this reseed the database.)
         python("-m", "bench.dataset", db_url, str(ctx.args.deposits), env=ctx.env)
-        deposit_many(rpc_url, manifest, DEPOSITS, per_tx=PER_TX)
+        deposit_many(rpc_url, manifest, DEPOSITS, per_tx=100)
         ctx.log(f"indexing: chain and database ready in {time.perf_counter() - began:.0f} s")
         figures = ctx.probe("bench.activity_chain", rpc_url, manifest, db_url, str(SPAN))
-    measures = (
-        ("ceiling", "eth_getLogs, JSON parsed (ceiling)"),
-        ("indexer", "deposit_index (service)"),
-    )
-    result.rows, _, rates = index_rows(figures, measures)
-    index_checks(result, figures, 2 * DEPOSITS)
+    measures = {
+        "ceiling": "eth_getLogs, JSON parsed (ceiling)",
+        "indexer": "deposit_index (service)",
+    }
+    result.rows, rates = index_rows(result, figures, measures, 2 * DEPOSITS)
     if (deposits := min(r["deposits"] for r in figures["indexer"])) < DEPOSITS:
         result.failures.append(f"indexer stored {deposits} deposits; the chain has {DEPOSITS}")
     ratio = rates["indexer"] / rates["ceiling"]
@@ -51,10 +41,8 @@ def run(ctx: Context, result: SectionResult) -> None:
     result.target(description, ratio, f"{ratio:.0%}", at_least=MIN_RATIO)
     result.notes.append(
         f"The database held {ctx.args.deposits:,} deposits of chain {dataset.CHAIN_ID} from block "
-        f"{dataset.FIRST_BLOCK:,} on; the devnet's LAT (chain {DEVNET_CHAIN}) starts below "
-        "block 1,000, so each of its deposits sorts before every stored one."
-    )
-    result.notes.append(
-        f"block range {SPAN}; runs: {index_runs(figures, {'ceiling': 0, 'indexer': 0})}; "
-        f"the listing's counts after the backfill equal the rows: {figures['check']['counts_ok']}"
+        f"{dataset.FIRST_BLOCK:,} on; the devnet's LAT (chain 31337) starts below block 1,000, "
+        f"so each of its deposits sorts before every stored one.\nblock range {SPAN}; "
+        f"{index_runs(figures, measures)}; the listing's counts after the backfill equal the rows: "
+        f"{figures['check']['counts_ok']}"
     )

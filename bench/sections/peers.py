@@ -1,14 +1,10 @@
 """Section `peers`: the event indexer beside a peer, Ponder 0.16.10, over the ~100,000 mixed events
-of the `activity` section on one anvil, each into a fresh database of the same PostgreSQL: both
-rates, their ratio, and the CPU per event of each indexer's process and of the PostgreSQL backends
-serving its database (utime + stime of /proc/<pid>/stat, by pid).
-
-Ponder is installed into var/peers/ponder from bench/peers/ (never a dependency of the project):
-a schema of the same events and balances, its own handlers, no RPC cache. The chain is mined
-FINALITY blocks past the events so that Ponder's backfill covers them all; its rate is over its
-backfill (its log's duration, start-up excluded), ours over `deposit_index`, run first, by
-`python -m bench.sections.peers RPC_URL MANIFEST` in its own process.
-"""
+of `activity` on one anvil, each into a fresh database of the same PostgreSQL: both rates, their
+ratio, and the CPU per event of each indexer's process and of the PostgreSQL backends serving its
+database. Ponder is installed into var/peers/ponder from bench/peers/ (never a dependency of the
+project); the chain is mined FINALITY blocks past the events so that its backfill covers them
+all, and its rate is over its backfill (its log's duration). Ours is `deposit_index`, run first
+by `python -m bench.sections.peers RPC_URL MANIFEST` in its own process."""
 
 from __future__ import annotations
 
@@ -35,10 +31,6 @@ PONDER_CMD += ["--root", str(PONDER), "--log-format", "json", "start", "--schema
 PONDER_CMD += ["-H", "127.0.0.1", "-p", "0"]
 
 
-def ticks(pids) -> dict[int, int]:
-    return {pid: sum(int(x) for x in load._stat(pid)[11:13]) for pid in pids}  # utime + stime
-
-
 def backends(cursor, name: str) -> list[int]:
     """The pids of the PostgreSQL backends serving the databases whose name starts with `name`."""
     cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname LIKE %s", [name + "%"])
@@ -46,14 +38,15 @@ def backends(cursor, name: str) -> list[int]:
 
 
 def run(ctx: Context, result: SectionResult) -> None:
-    _install(ctx)
-    usages: dict[str, load.CpuUsage | None] = {}
-    base = ctx.db_name("peers").removesuffix("_bench")
-    with (
-        ctx.devnet("peers") as (rpc, manifest, db_url),
-        dataset.connect(db_url, autocommit=True) as conn,
-    ):
-        ctx.log(f"peers: emitting {CHAIN_EVENTS:,} events")
+    shutil.copytree(REPO / "bench" / "peers", PONDER, dirs_exist_ok=True)
+    marker, wanted = PONDER / "node_modules" / ".bench", (PONDER / "package.json").read_text()
+    if not marker.exists() or marker.read_text() != wanted:  # package.json changed
+        npm = ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"]
+        subprocess.run(npm, cwd=PONDER, check=True)
+        marker.write_text(wanted)
+    usages, base = {}, ctx.db_name("peers").removesuffix("_bench")
+    with ctx.devnet("peers") as (rpc, manifest, db_url), dataset.connect(db_url) as conn:
+        conn.autocommit = True
         generate(rpc, manifest, CHAIN_EVENTS)
         last = int(bench.rpc(rpc, "eth_blockNumber"), 16)  # the events' last block
         bench.rpc(rpc, "anvil_mine", hex(FINALITY))
@@ -69,32 +62,19 @@ def run(ctx: Context, result: SectionResult) -> None:
             usage.others = max(0.0, usage.others - out["db_cpu"])
             return out
 
-        ctx.log("peers: our indexer")
         ours = measured("ours", lambda: ctx.probe("bench.sections.peers", rpc, manifest, db_url))
-        ctx.log("peers: Ponder")
         setup = {**ours["setup"], "rpc": rpc, "endBlock": last}
         ponder_url = dataset.with_database(db_url, ctx.db_name("peers_ponder"))
         peer = measured("Ponder", lambda: _ponder(ctx, setup, ponder_url, conn))
     _report(result, ours, peer)
-    others = ", ".join(f"{k} {u.other_cores:.2f}" for k, u in usages.items() if u)
+    others = ", ".join(f"{k} {u.other_cores:.2f}" for k, u in usages.items())
     result.notes.append(f"Other processes' cores during each run: {others}.")
     result.warn_busy(usages, "events/s figures are disturbed")
 
 
-def _install(ctx: Context) -> None:
-    """bench/peers/ copied into var/peers/ponder; npm install there when package.json changed."""
-    shutil.copytree(REPO / "bench" / "peers", PONDER, dirs_exist_ok=True)
-    marker, wanted = PONDER / "node_modules" / ".bench", (PONDER / "package.json").read_text()
-    if not marker.exists() or marker.read_text() != wanted:
-        ctx.log(f"peers: npm install in {PONDER}")
-        npm = ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"]
-        subprocess.run(npm, cwd=PONDER, check=True)
-        marker.write_text(wanted)
-
-
 def _ponder(ctx: Context, setup: dict, db_url: str, conn) -> dict:
-    """Ponder from a fresh database until its log says its backfill is done, then stopped: the
-    CPU of its process and its backends since its backfill began, its counts from its tables."""
+    """Ponder from a fresh database until its log says its backfill is done: the CPU of its
+    process and its backends since its backfill began, its counts from its tables."""
     dataset.create_database(db_url, recreate=True)
     (PONDER / "setup.json").write_text(json.dumps(setup))
     env = {**os.environ, "DATABASE_URL": db_url, "PONDER_TELEMETRY_DISABLED": "true"}
@@ -104,24 +84,22 @@ def _ponder(ctx: Context, setup: dict, db_url: str, conn) -> dict:
         proc, path = procs.start("ponder", PONDER_CMD, env), procs.dir / "ponder.log"
 
         def backfilled() -> bool:
-            seen.update(ticks(backends(conn.cursor(), name)))
+            seen.update(load.ticks(backends(conn.cursor(), name)))
             if start == [0, 0] and _logged(path, "Started backfill"):
-                start[:] = ticks([proc.pid])[proc.pid], sum(seen.values())
+                start[:] = load.ticks([proc.pid])[proc.pid], sum(seen.values())
             return _logged(path, "Completed backfill") is not None
 
         if not wait_until(backfilled, 1800, procs.dead):
             raise RuntimeError(f"Ponder did not complete its backfill:\n{procs.tail('ponder')}")
-        own, done = ticks([proc.pid])[proc.pid], _logged(path, "Completed backfill")
+        own, done = load.ticks([proc.pid])[proc.pid], _logged(path, "Completed backfill")
     with dataset.connect(db_url) as db:
         n, holders, balances = db.execute(
             "SELECT (SELECT count(*) FROM peers.event), count(*), coalesce(sum(balance), 0)"
             " FROM peers.holder WHERE balance > 0"
         ).fetchone()
-    return {
-        "events": n, "holders": holders, "balances": str(balances),
-        "seconds": done["duration"] / 1000, "cpu": (own - start[0]) / load.TICK,
-        "db_cpu": (sum(seen.values()) - start[1]) / load.TICK,
-    }  # fmt: skip
+    out = {"events": n, "holders": holders, "balances": str(balances)}
+    out |= {"seconds": done["duration"] / 1000, "cpu": (own - start[0]) / load.TICK}
+    return out | {"db_cpu": (sum(seen.values()) - start[1]) / load.TICK}
 
 
 def _logged(path: Path, message: str) -> dict | None:
@@ -140,9 +118,8 @@ def _report(result: SectionResult, ours: dict, peer: dict) -> None:
     ratio = (ours["events"] / ours["seconds"]) / (peer["events"] / peer["seconds"])
     cpu = [(r["cpu"] + r["db_cpu"]) / r["events"] * 1e6 for r in (ours, peer)]
     detail = f"{ratio:.2f}x (CPU per event, own and PostgreSQL's: {cpu[0]:.0f} vs {cpu[1]:.0f} us)"
-    result.target(
-        f"ours at least {MIN_RATIO:g}x Ponder's events/s", ratio, detail, at_least=MIN_RATIO
-    )
+    description = f"ours at least {MIN_RATIO:g}x Ponder's events/s"
+    result.target(description, ratio, detail, at_least=MIN_RATIO)
     result.notes.append(
         f"\nOurs reads eth_getLogs over {SPAN} blocks and keeps events, deposits, holders, their "
         "tally and rank buckets; Ponder reads its own ranges and keeps events and holders. Own "
@@ -170,21 +147,20 @@ def probe(rpc: str, manifest_path: str) -> dict:
 
     manifest = manifest_parse(json.loads(Path(manifest_path).read_text()), source=manifest_path)
     (lat,) = lat_import_manifests(manifests=[manifest])
-    db0 = ticks(backends(connection.cursor(), connection.settings_dict["NAME"]))
+    name = connection.settings_dict["NAME"]
+    db0 = load.ticks(backends(connection.cursor(), name))
     cpu0, began = time.process_time(), time.perf_counter()
     deposit_index(lat=lat, max_range=SPAN)
     seconds, cpu = time.perf_counter() - began, time.process_time() - cpu0
-    db = ticks(backends(connection.cursor(), connection.settings_dict["NAME"]))
-    holders = Holder.objects.filter(lat=lat, balance__gt=0)
-    abi = {n: json.loads((ABI_DIR / f"{n}.json").read_text()) for n in lat_contracts(lat)}
-    return {
-        "events": Event.objects.filter(lat=lat).count(), "seconds": seconds, "cpu": cpu,
-        "db_cpu": sum(t - db0.get(pid, 0) for pid, t in db.items()) / load.TICK,
-        "holders": holders.count(), "balances": str(holders.aggregate(s=Sum("balance"))["s"]),
-        "setup": {"chainId": lat.chain_id, "startBlock": lat.deployment_block,
-                  "table": ACTIVITY_EVENTS,
-                  "contracts": {n: [a, abi[n]] for n, a in lat_contracts(lat).items()}},
-    }  # fmt: skip
+    db = load.ticks(backends(connection.cursor(), name))
+    holders, contracts = Holder.objects.filter(lat=lat, balance__gt=0), lat_contracts(lat)
+    abi = {n: json.loads((ABI_DIR / f"{n}.json").read_text()) for n in contracts}
+    setup = {"chainId": lat.chain_id, "startBlock": lat.deployment_block, "table": ACTIVITY_EVENTS}
+    setup["contracts"] = {n: [a, abi[n]] for n, a in contracts.items()}
+    out = {"events": Event.objects.filter(lat=lat).count(), "seconds": seconds, "cpu": cpu}
+    out["db_cpu"] = sum(t - db0.get(pid, 0) for pid, t in db.items()) / load.TICK
+    out |= {"holders": holders.count(), "balances": str(holders.aggregate(s=Sum("balance"))["s"])}
+    return out | {"setup": setup}
 
 
 if __name__ == "__main__":  # our side: python -m bench.sections.peers RPC_URL MANIFEST

@@ -400,8 +400,10 @@ def _seed_deposits(db_url: str, world: list[tuple], deposits: int, log) -> None:
             # shares (1e18) per smallest token unit: to the unit of account, 1:1 supply
             factor = Decimal(10) ** (18 - link.decimals) * Decimal(link.price_per_unit) / WAD
             assets.append((pos, k, link.token.address, max_whole, 10**link.decimals, factor))
-    at, pool = FIRST_BLOCK_AT.isoformat(), ADDRESS_POOL
-    sql = DEPOSITS_SQL.format(n=deposits, first_block=FIRST_BLOCK, first_at=at, pool=pool)
+    at, pool, whale = FIRST_BLOCK_AT.isoformat(), ADDRESS_POOL, WHALE_SHARE
+    sql = DEPOSITS_SQL.format(
+        n=deposits, first_block=FIRST_BLOCK, first_at=at, pool=pool, whale=whale
+    )
 
     def fill(cur) -> None:
         cur.execute(SETUP_SQL)
@@ -412,7 +414,7 @@ def _seed_deposits(db_url: str, world: list[tuple], deposits: int, log) -> None:
         cur.executemany("INSERT INTO bench_asset VALUES (%s, %s, %s, %s, %s, %s)", assets)
         cur.execute("ANALYZE bench_addr; ANALYZE bench_lat; ANALYZE bench_asset")
         cur.execute("SELECT setseed(0.4242)")
-        cur.execute(sql.replace("{whale}", str(WHALE_SHARE)))
+        cur.execute(sql)
 
     bulk_insert(db_url, ("deposits_deposit",), fill, log)
 

@@ -86,7 +86,9 @@ def run(ctx: Context, result: SectionResult) -> None:
         f"phase (warm-up {args.warmup:g} s before the first only); {args.deposits:,} deposits. "
         "'vs up' and the targets: over the mean of the two Redis up phases."
     )
-    result.warn_busy({name: loads[0].cpu for name, loads in phases.items()}, "are disturbed")
+    result.warn_busy(
+        {name: loads[0].cpu for name, loads in phases.items()}, "latencies are disturbed"
+    )
 
 
 def _phases(ctx, result, paths, limits, phases, answers) -> None:

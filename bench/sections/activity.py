@@ -58,12 +58,12 @@ def run(ctx: Context, result: SectionResult) -> None:
 
 def endpoints(ctx: Context, result: SectionResult) -> dict[str, str]:
     """Name: path of the baseline and the four pages; loads the data first if needed."""
+    lat = ctx.dataset().primary_lat
+    ctx.django()
     from activity.api.views import EVENT_CURSOR_VERSION
     from activity.selectors import FEED_TYPES
     from core.api.cursors import cursor_encode
 
-    lat = ctx.dataset().primary_lat
-    ctx.django()
     seconds = dataset.prepare_activity(ctx.db_url, lat, ctx.log)
     feed = "FROM deposits_event e JOIN lats_lat l ON l.id = e.lat_id"
     feed += " WHERE l.proxy_address = %s AND e.type = ANY(%s)"

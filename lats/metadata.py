@@ -1,7 +1,8 @@
 """AVS metadata documents: the JSON behind an `AVSMetadataURIUpdated` URI.
 
 The URI comes from the chain, so whoever registered the AVS chooses it: the fetch must not be
-a way into internal services, nor a way to hold or crash a worker. The rules:
+a way into internal services, nor a way to hold or crash a worker. The rules (those of http(s)
+shared with the webhook deliveries in core/outbound.py):
 
 - `data:` URIs, or `http`/`https` on a port of settings.METADATA_ALLOWED_PORTS, without
   credentials in the URL.
@@ -14,37 +15,23 @@ a way into internal services, nor a way to hold or crash a worker. The rules:
   (declared and read), all within settings.METADATA_FETCH_TIMEOUT seconds from connect to the
   last byte (every socket operation gets what is left of it).
 - The document is UTF-8 JSON, nested at most MAX_JSON_NESTING levels, and an object.
-
-Written on http.client rather than requests: requests resolves the host again when it connects
-and reads proxies from the environment, and neither its nor urllib3's timeouts bound the whole
-exchange.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
 import http.client
-import ipaddress
 import json
-import re
-import socket
 import ssl
-import string
-import time
 import urllib.parse
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 
-from core.deadline_io import DeadlineSocket, seconds_left
+from core import outbound
 from core.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 
-_CHUNK = 8192
 _DATA_HEADER_MAX = 200  # "application/vnd.example+json;charset=utf-8;base64" and then some
-_HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")  # after IDNA: ASCII labels
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _HEADERS = {
     "Accept": "application/json",
     "User-Agent": "lat-service-metadata/1",
@@ -131,25 +118,31 @@ def _data_uri_bytes(uri: str) -> bytes:
 
 # --- http(s) ---------------------------------------------------------------------------------
 
+# The shared rules of outbound HTTP (core/outbound.py), under the names this module had.
+_Target = outbound.Target
+_PinnedConnection = outbound.PinnedConnection
 
-@dataclass(frozen=True)
-class _Target:
-    scheme: str
-    host: str  # ASCII (IDNA) form; an IPv6 literal without brackets
-    port: int
-    path: str  # the request target: path and query
 
-    @property
-    def origin(self) -> str:
-        """What error messages may name: the scheme and the host."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.scheme}://{host}"
+class _PinnedHTTPSConnection(outbound.PinnedHTTPSConnection):
+    def _context(self) -> ssl.SSLContext:
+        return _tls_context()
+
+
+def _tls_context() -> ssl.SSLContext:
+    return outbound.tls_context()
 
 
 def _http_fetch(uri: str) -> bytes:
-    deadline = _Deadline(settings.METADATA_FETCH_TIMEOUT)
-    target = _target(uri)
-    address = _checked_address(target)
+    deadline = outbound.Deadline(
+        settings.METADATA_FETCH_TIMEOUT, what="the metadata fetch deadline"
+    )
+    try:
+        target = outbound.target(uri, noun="metadata URI")
+        address = outbound.pinned_address(
+            target, noun="metadata host", allow_private=settings.METADATA_ALLOW_PRIVATE_HOSTS
+        )
+    except outbound.OutboundRefused as exc:
+        raise MetadataUnavailable(str(exc)) from exc
     if target.port not in settings.METADATA_ALLOWED_PORTS:
         raise MetadataUnavailable(f"the metadata URI of {target.origin} names a port not allowed")
     connection_class = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedConnection
@@ -179,79 +172,6 @@ def _http_fetch(uri: str) -> bytes:
         connection.dispose()
 
 
-def _target(uri: str) -> _Target:
-    try:
-        parts = urllib.parse.urlsplit(uri)
-        port = parts.port
-    except ValueError as exc:  # a bad port, a bad IPv6 literal
-        raise MetadataUnavailable("the metadata URI is not a valid URL") from exc
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        raise MetadataUnavailable(f"unsupported metadata URI scheme {scheme[:16]!r}")
-    try:
-        host = (parts.hostname or "").encode("idna").decode("ascii")
-    except UnicodeError as exc:
-        raise MetadataUnavailable("the metadata URI's host is not a valid host name") from exc
-    if len(host) > 253 or not (_HOST_NAME.fullmatch(host) or _is_ip_literal(host)):
-        raise MetadataUnavailable("the metadata URI's host is not a valid host name")
-    target = _Target(
-        scheme=scheme,
-        host=host,
-        port=port if port is not None else (443 if scheme == "https" else 80),
-        # Spaces, control characters and non-ASCII are sent percent-encoded, as browsers do.
-        path=urllib.parse.quote(parts.path or "/", safe=string.punctuation)
-        + (f"?{urllib.parse.quote(parts.query, safe=string.punctuation)}" if parts.query else ""),
-    )
-    if parts.username is not None or parts.password is not None:
-        raise MetadataUnavailable(f"the metadata URI of {target.origin} carries credentials")
-    return target
-
-
-def _is_ip_literal(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host.split("%")[0])
-    except ValueError:
-        return False
-    return True
-
-
-_Address = tuple[socket.AddressFamily, tuple[Any, ...]]
-
-
-def _checked_address(target: _Target) -> _Address:
-    """The one address to connect to: the host is resolved here, once, and refused unless every
-    address it resolves to is global (a private one may be what the attacker wants reached)."""
-    try:
-        infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as exc:
-        raise MetadataUnavailable(f"the metadata host {target.host!r} does not resolve") from exc
-    addresses = [
-        (family, sockaddr)
-        for family, _, _, _, sockaddr in infos
-        if family in (socket.AF_INET, socket.AF_INET6)
-    ]
-    if not addresses:
-        raise MetadataUnavailable(f"the metadata host {target.host!r} does not resolve")
-    if not settings.METADATA_ALLOW_PRIVATE_HOSTS and not all(
-        _is_public(str(sockaddr[0])) for _, sockaddr in addresses
-    ):
-        raise MetadataUnavailable(f"the metadata host {target.host!r} is not a public address")
-    return addresses[0]
-
-
-def _is_public(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%")[0])  # an IPv6 zone (%eth0) is not an address
-    if not ip.is_global or ip.is_multicast:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour
-        if embedded is None and ip in _NAT64:
-            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if embedded is not None:
-            return _is_public(str(embedded))
-    return True
-
-
 def _check_response(response: http.client.HTTPResponse, target: _Target) -> None:
     where = target.origin
     if 300 <= response.status < 400:
@@ -273,62 +193,7 @@ def _check_response(response: http.client.HTTPResponse, target: _Target) -> None
 
 def _read_capped(response: http.client.HTTPResponse, target: _Target) -> bytes:
     cap = settings.METADATA_MAX_BYTES
-    raw = bytearray()
-    while chunk := response.read(_CHUNK):
-        raw += chunk
-        if len(raw) > cap:
-            raise MetadataUnavailable(
-                f"the metadata document at {target.origin} is over {cap} bytes"
-            )
-    return bytes(raw)
-
-
-class _Deadline:
-    def __init__(self, seconds: float) -> None:
-        self._at = time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        """Seconds left; TimeoutError once there are none."""
-        return seconds_left(self._at, what="the metadata fetch deadline")
-
-
-class _PinnedConnection(http.client.HTTPConnection):
-    """HTTP to the one address that was checked; the Host header still names the host."""
-
-    def __init__(self, target: _Target, address: _Address, deadline: _Deadline) -> None:
-        super().__init__(target.host, target.port)
-        self._address = address
-        self._deadline = deadline
-        self._socket: socket.socket | None = None
-
-    def connect(self) -> None:
-        family, sockaddr = self._address
-        self._socket = socket.socket(family, socket.SOCK_STREAM)
-        self._socket.settimeout(self._deadline.remaining())
-        self._socket.connect(sockaddr)  # an address, never a name: no second resolution
-        self._socket = self._secure(self._socket)
-        self.sock = DeadlineSocket(self._socket, self._deadline.remaining)
-
-    def _secure(self, sock: socket.socket) -> socket.socket:
-        return sock
-
-    def dispose(self) -> None:
-        self.close()
-        if self._socket is not None:
-            self._socket.close()
-
-
-class _PinnedHTTPSConnection(_PinnedConnection):
-    """HTTPS to the checked address, the certificate verified for the host (SNI names it)."""
-
-    default_port = http.client.HTTPS_PORT
-
-    def _secure(self, sock: socket.socket) -> socket.socket:
-        sock.settimeout(self._deadline.remaining())
-        return _tls_context().wrap_socket(sock, server_hostname=self.host)
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """The system's trusted CAs, certificate and host name checked (Python's defaults)."""
-    return ssl.create_default_context()
+    raw, more = outbound.read_capped(response, cap)
+    if more:
+        raise MetadataUnavailable(f"the metadata document at {target.origin} is over {cap} bytes")
+    return raw

@@ -8,9 +8,10 @@ Checkpoints, reorgs and the consistency of logs with their blocks: activity/inde
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from django.db import connection, transaction
 
@@ -58,6 +59,26 @@ class IndexSummary:
         return bool(self.new or self.removed or self.events or self.events_removed)
 
 
+class IndexListener(Protocol):
+    """What else an indexing transaction writes (the webhooks' outbox, webhooks/outbox.py): it
+    is called inside the transaction that stores or removes the events, so that both commit or
+    neither does. Registered by its app (the floors keep this package from importing it)."""
+
+    def stored(self, lat: Lat, logs: Sequence[ActivityLog]) -> None:
+        """`logs` were stored (new ones only)."""
+
+    def removing(self, lat: Lat, from_block: int) -> None:
+        """The LAT's events at or after `from_block` are about to be removed (a reorg)."""
+
+
+_LISTENERS: list[IndexListener] = []
+
+
+def listen(listener: IndexListener) -> None:
+    if listener not in _LISTENERS:
+        _LISTENERS.append(listener)
+
+
 def _stored_blocks(lat: Lat):
     def stored(lowest: int, highest: int) -> list[tuple[int, str]]:
         return list(
@@ -82,6 +103,8 @@ def deposit_rewind(lat: Lat, rewind: Rewind) -> tuple[int, int]:
     """Remove the deposits and events a reorg orphaned (taking their transfers back out of
     the balances) and move the checkpoint back to the fork; returns how many deposits and
     events went."""
+    for listener in _LISTENERS:
+        listener.removing(lat, rewind.fork + 1)
     removed = deposit_remove_from_block(lat=lat, block_number=rewind.fork + 1)
     events_removed = activity_remove_from_block(lat=lat, block_number=rewind.fork + 1)
     if rewind.checkpoint is None:
@@ -163,6 +186,8 @@ def _store_range(lat: Lat, ready: _Ready) -> tuple[int, list[ActivityLog]]:
         lat=lat, logs=read.logs, timestamps=_timestamps(read), rows=ready.events
     )
     new = deposit_record_events(lat=lat, events=ready.deposits)
+    for listener in _LISTENERS:
+        listener.stored(lat, new_logs)
     DepositCheckpoint.objects.update_or_create(
         lat=lat,
         defaults={

@@ -228,19 +228,23 @@ def _event_page(rows: list[tuple], take: int) -> EventPage:
     more = len(rows) > take
     rows = rows[:take]
     return EventPage(
-        rows=[
-            {
-                "type": kind,
-                "blockNumber": block,
-                "blockTimestamp": _iso(created),
-                "transactionHash": tx_hash,
-                "logIndex": log_index,
-                "args": args,
-            }
-            for kind, block, created, tx_hash, log_index, args in rows
-        ],
+        rows=[event_document(*row) for row in rows],
         next=EventKey(rows[-1][1], rows[-1][4]) if more else None,
     )
+
+
+def event_document(
+    kind: str, block: int, created: datetime | str, tx_hash: str, log_index: int, args: Any
+) -> dict[str, Any]:
+    """An event as the feed serves it (and the webhooks' payloads carry it)."""
+    return {
+        "type": kind,
+        "blockNumber": block,
+        "blockTimestamp": _iso(created),
+        "transactionHash": tx_hash,
+        "logIndex": log_index,
+        "args": args,
+    }
 
 
 # --- wallets ----------------------------------------------------------------------------------

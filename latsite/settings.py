@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "operators",
     "metrics",
     "deposits",
+    "webhooks",  # endpoints, the outbox, deliveries; the dispatcher (webhooks_dispatch)
     "sync",  # every Celery task, the refresh schedules and the commands that run jobs
     "devchain",  # the local chain's lat_devnet command; no models, imported by no runtime app
 ]
@@ -344,6 +345,31 @@ METADATA_MAX_BYTES = env.int("METADATA_MAX_BYTES", default=65536)
 METADATA_ALLOW_PRIVATE_HOSTS = env.bool("METADATA_ALLOW_PRIVATE_HOSTS", default=False)
 # The only ports a metadata URL may name (tests widen it to their local server's port).
 METADATA_ALLOWED_PORTS = env.list("METADATA_ALLOWED_PORTS", cast=int, default=[80, 443])
+
+# Webhooks (extensions.md, "Webhooks"; README, "Webhooks"). Off in production: plain http, and a
+# URL whose host resolves to a private, loopback or link-local address, are refused.
+WEBHOOK_ALLOW_HTTP = env.bool("WEBHOOK_ALLOW_HTTP", default=False)
+WEBHOOK_ALLOW_PRIVATE_HOSTS = env.bool("WEBHOOK_ALLOW_PRIVATE_HOSTS", default=False)
+# Ports a webhook URL may name besides 443 and 80.
+WEBHOOK_ALLOWED_PORTS = env.list("WEBHOOK_ALLOWED_PORTS", cast=int, default=[])
+WEBHOOKS_PER_KEY = env.int("WEBHOOKS_PER_KEY", default=20)
+# One attempt: connect to the last byte within this many seconds; at most this much answer read.
+WEBHOOK_TIMEOUT = env.float("WEBHOOK_TIMEOUT", default=10.0)
+WEBHOOK_MAX_BYTES = env.int("WEBHOOK_MAX_BYTES", default=65536)
+# Seconds after the first attempt at which a retryable failure is tried again.
+WEBHOOK_RETRY_SCHEDULE = env.list(
+    "WEBHOOK_RETRY_SCHEDULE",
+    cast=float,
+    default=[5, 30, 120, 600, 1800, 3600, 10800, 21600, 43200, 86400],
+)
+# An endpoint whose attempts have all failed for this many seconds is disabled (3 days).
+WEBHOOK_DISABLE_AFTER = env.float("WEBHOOK_DISABLE_AFTER", default=3 * 86400)
+# The dispatcher: sending threads, sends at once per endpoint, polling without NOTIFY.
+WEBHOOK_WORKERS = env.int("WEBHOOK_WORKERS", default=32)
+WEBHOOK_PER_ENDPOINT = env.int("WEBHOOK_PER_ENDPOINT", default=4)
+WEBHOOK_POLL_SECONDS = env.float("WEBHOOK_POLL_SECONDS", default=0.5)
+# /health is degraded when the oldest webhook event or delivery due waits longer than this.
+WEBHOOK_LAG_ALERT_SECONDS = env.float("WEBHOOK_LAG_ALERT_SECONDS", default=60)
 
 # Celery: Redis as broker when REDIS_URL is set.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")

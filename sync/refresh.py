@@ -37,6 +37,7 @@ from metrics.models import RewardsCheckpoint, RewardSubmission
 from metrics.services import REWARDS_LOCK, metrics_refresh, rewards_rewind
 from operators.services import nodes_read, nodes_store
 from sync.jobs import Step
+from webhooks.outbox import outbox_status_changed
 
 
 def refresh_state(*, lat: Lat, gateway: Gateway | None = None) -> RefreshSummary:
@@ -50,9 +51,18 @@ def refresh_state(*, lat: Lat, gateway: Gateway | None = None) -> RefreshSummary
         reading = lat_read_state(lat=lat, gateway=gateway)
         nodes = nodes_read(lat=lat, state=reading.state, gateway=gateway)
         with transaction.atomic():
+            before = (lat.paused, lat.prices_stale, lat.state_block)
             changed = lat_store_state(lat=lat, reading=reading, gateway=gateway)
             changed += nodes_store(lat=lat, reading=nodes, block=reading.block)
             lat_state_stored(lat=lat, block=reading.block, changed=changed)
+            if before[2] is not None and before[:2] != (lat.paused, lat.prices_stale):
+                # Pushed with the state that changed (webhooks' outbox): both commit or neither.
+                outbox_status_changed(
+                    lat=lat,
+                    paused=lat.paused,
+                    prices_stale=lat.prices_stale,
+                    state_block=reading.block.number,
+                )
     sync_status_success(lat=lat, job=SyncStatus.Job.STATE, block=reading.block.number)
     return RefreshSummary(lat=lat.proxy_address, block=reading.block.number, changed=changed)
 

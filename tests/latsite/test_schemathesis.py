@@ -15,6 +15,10 @@ Schemathesis's own `positive_data_acceptance` (which lets any 401, 403, 404, 409
 is replaced by a stricter check: a request the schema allows gets a 2xx, except a refusal
 `excuse` names from the request alone:
 - 401 for an X-API-Token the service does not know, 403 for the disabled key;
+- on the webhook operations (nine in ten of which get the known key, its endpoint and
+  delivery, and a receiver's URL): 401 without a key, 404 for another endpoint or delivery,
+  422 for a URL breaking a rule (one that does not resolve, here) or a deliveries cursor the
+  service did not make;
 - 404 for a path address that names nothing the service knows (the schema cannot list them);
 - 400 for a body over DEPOSIT_BODY_MAX_BYTES (OpenAPI has no byte limit);
 - 422 for a documented rule OpenAPI cannot state: `assets` and `amounts` of unequal length, an
@@ -48,6 +52,8 @@ from schemathesis.core.failures import Failure
 from schemathesis.engine import events
 
 from devchain.devnet import make_deposits, write_manifests
+from tests.webhooks.receivers import Receiver
+from webhooks.services import EndpointFields, endpoint_create, endpoint_test
 
 pytestmark = [pytest.mark.chain, pytest.mark.xdist_group("schemathesis")]
 
@@ -72,6 +78,7 @@ EDGE_INSTANTS = [
     "2026-05-01T12:30:00",
 ]
 EDGE_SKIPS = [0, 1, 10**15, 10**18 - 1]
+OK = (200, 201, 204)
 
 
 # --- the world the server knows ---------------------------------------------------------------
@@ -86,6 +93,10 @@ class World:
     wallets: list[str]
     api_key: str = ""  # a key the service knows
     revoked_key: str = ""  # a known key, disabled
+    api_key_id: str = ""
+    webhook_id: str = ""  # the known key's webhook endpoint
+    webhook_url: str = ""  # a receiver on loopback that answers 200
+    delivery_id: int = 0  # a delivery to that endpoint
 
     def known(self, path: str) -> set[str]:
         """Addresses the path's {address} may name without a 404."""
@@ -143,6 +154,7 @@ def served(
     transactional_db,
     _hypothesis_home,
     live_server,
+    receiver,
 ) -> World:
     """The devnet's LATs, imported and synced after a deposit into each, served live."""
     settings.RPC_URL = chain.url
@@ -158,11 +170,60 @@ def served(
     world = _world(chain)
     _, world.api_key = APIKey.objects.create_key(name="schemathesis")
     _, world.revoked_key = APIKey.objects.create_key(name="schemathesis-revoked", revoked=True)
+    _webhooks_world(world, settings, receiver)
     assert world.lats
     assert world.tokens
     assert world.operators
     assert world.avss
     return world
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    server = Receiver()
+    yield server
+    server.stop()
+
+
+def _webhooks_world(world: World, settings, receiver: Receiver) -> None:
+    """A webhook endpoint of the known key, on a receiver on loopback (allowed here), with one
+    delivery."""
+    settings.WEBHOOK_ALLOW_HTTP = True
+    settings.WEBHOOK_ALLOW_PRIVATE_HOSTS = True
+    settings.WEBHOOK_ALLOWED_PORTS = [receiver.port]
+    settings.WEBHOOKS_PER_KEY = 10**6
+    settings.WEBHOOK_TIMEOUT = 2.0
+    key = APIKey.objects.get_from_key(world.api_key)
+    world.api_key_id = key.pk
+    world.webhook_url = receiver.url()
+    endpoint = endpoint_create(api_key=key, fields=EndpointFields(url=world.webhook_url))
+    world.webhook_id = endpoint.public_id
+    world.delivery_id = endpoint_test(endpoint=endpoint).delivery_id
+
+
+def _spare_webhook(world: World) -> str:
+    """An endpoint of the known key for a DELETE to remove (the world's own one stays)."""
+    key = APIKey.objects.get(pk=world.api_key_id)
+    return endpoint_create(api_key=key, fields=EndpointFields(url=world.webhook_url)).public_id
+
+
+def _webhooks_case(case, world: World, rng: random.Random) -> None:
+    """Webhook operations need the key and the key's own endpoint: nine cases in ten get them
+    (and a URL the service accepts), whatever the mode."""
+    if not case.operation.path.startswith("/webhooks"):
+        return
+    headers = case.headers or {}
+    if API_KEY_HEADER not in headers and rng.random() < 0.9:
+        case.headers = {**headers, API_KEY_HEADER: world.api_key}
+    params = case.path_parameters
+    if params and "id" in params and rng.random() < 0.9:
+        delete = case.method.upper() == "DELETE"
+        params["id"] = _spare_webhook(world) if delete else world.webhook_id
+    if params and "deliveryId" in params and rng.random() < 0.9:
+        params["deliveryId"] = world.delivery_id
+    body = case.body if isinstance(case.body, dict) else None
+    if body is not None and "url" in body and rng.random() < 0.9:
+        body["url"] = world.webhook_url
 
 
 # --- real addresses and edge values in generated requests ------------------------------------
@@ -277,10 +338,33 @@ def _deposit_excuse(body: dict[str, Any], supported: set[str]) -> str | None:
     return None
 
 
+def _webhooks_excuse(case, response, world: World) -> str | None:
+    status = response.status_code
+    params = case.path_parameters or {}
+    if status == 401 and API_KEY_HEADER not in (case.headers or {}):
+        return "no API key (webhooks)"
+    if status == 404 and (
+        params.get("id", world.webhook_id) != world.webhook_id
+        or params.get("deliveryId", world.delivery_id) != world.delivery_id
+    ):
+        return "a webhook endpoint or delivery the key does not have"
+    if status == 422:
+        message = response.json()["error"]["message"]
+        if message.startswith("url: "):
+            return "a webhook URL breaking a rule"
+        if "cursor" in (case.query or {}) and "cursor" in message:
+            return "a cursor the service did not make"
+    return None
+
+
 def excuse(case, response, world: World) -> str | None:
     """Why a request the schema allows may be refused with this response's status, or None."""
     status = response.status_code
     key = (case.headers or {}).get(API_KEY_HEADER)
+    if case.operation.path.startswith("/webhooks") and (
+        reason := _webhooks_excuse(case, response, world)
+    ):
+        return reason
     if status == 401 and key is not None and key not in (world.api_key, world.revoked_key):
         return "unknown API key"
     if status == 403 and key == world.revoked_key:
@@ -376,6 +460,19 @@ def _config(base_url: str) -> SchemathesisConfig:
             "workers": 1,
             "generation": generation,
             "checks": {"positive_data_acceptance": {"enabled": False}},
+            # The webhook operations get the known key from map_case, which Schemathesis takes
+            # for a key it generated (and so expects refused): its auth checks would flag every
+            # success. tests/webhooks/test_api.py checks their 401s without a key, with an
+            # unknown one, and the 403 of a disabled one.
+            "operations": [
+                {
+                    "include-path-regex": "^/webhooks",
+                    "checks": {
+                        "ignored_auth": {"enabled": False},
+                        "missing_required_header": {"enabled": False},
+                    },
+                }
+            ],
             "phases": {
                 "examples": {"enabled": True},
                 "coverage": {"enabled": True},
@@ -415,11 +512,17 @@ def _failures(event) -> list[str]:
 def _run(schema, world: World) -> list[str]:
     """Run every phase; the failures, as text."""
     rng = random.Random(SEED)
+    webhooks_rng = random.Random(SEED + 1)
 
     @schema.hook
     def map_case(context, case):
         if case.meta is not None:
-            _with_api_key(case, world, rng)
+            if case.operation.path.startswith("/webhooks"):
+                # A generator of their own: the other operations' cases stay as they were.
+                _with_api_key(case, world, webhooks_rng)
+                _webhooks_case(case, world, webhooks_rng)
+            else:
+                _with_api_key(case, world, rng)
             if case.meta.generation.mode.is_positive:
                 _realistic(case, world, rng)
         return case
@@ -444,9 +547,9 @@ def test_schemathesis_finds_nothing(served, live_server):
         f"checks: {dict(TALLY.checks)}\nphases: {TALLY.phases}"
     )
     assert not failures, f"{len(failures)} failures:\n\n" + "\n\n".join(failures[:25])
-    # The run reached the endpoints' real logic: every operation answered 200 at least once.
+    # The run reached the endpoints' real logic: every operation answered 2xx at least once.
     operations = {(method.upper(), path) for path, item in raw["paths"].items() for method in item}
-    answered = {(method, path) for (method, path, status) in TALLY.statuses if status == 200}
+    answered = {(method, path) for (method, path, status) in TALLY.statuses if status in OK}
     assert operations <= answered, operations - answered
     for check in ("not_a_server_error", "response_schema_conformance", "negative_data_rejection"):
         assert TALLY.checks[check] > 0, check

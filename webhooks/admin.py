@@ -1,0 +1,103 @@
+"""Staff's view of the webhooks: every endpoint (disable, enable) and every delivery with its
+attempts (status, duration, the first bytes of the answer), retried from here; the history of
+both. The secrets are never shown."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.http import HttpRequest
+from simple_history.admin import SimpleHistoryAdmin
+
+from webhooks.models import Attempt, Delivery, Endpoint
+from webhooks.services import delivery_retry
+
+
+class AttemptInline(admin.TabularInline):
+    model = Attempt
+    fields = ("at", "status_code", "error", "duration_ms", "response_head")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    ordering = ("-at", "-id")
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Endpoint)
+class EndpointAdmin(SimpleHistoryAdmin):
+    list_display = ("public_id", "url", "api_key", "enabled", "failing_since", "created_at")
+    list_filter = ("enabled",)
+    search_fields = ("public_id", "url", "description")
+    fields = (
+        "public_id",
+        "api_key",
+        "url",
+        "types",
+        "lats",
+        "wallets",
+        "description",
+        "enabled",
+        "disabled_reason",
+        "failing_since",
+        "created_at",
+        "updated_at",
+    )
+    readonly_fields = ("public_id", "api_key", "failing_since", "created_at", "updated_at")
+    actions = ("disable", "enable")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # an endpoint belongs to the API key that registers it (POST /webhooks)
+
+    @admin.action(description="Disable the selected endpoints", permissions=["change"])
+    def disable(self, request, queryset) -> None:
+        for endpoint in queryset:
+            endpoint.enabled = False
+            endpoint.disabled_reason = f"Disabled by {request.user}."
+            endpoint.save()
+        messages.success(request, "Disabled.")
+
+    @admin.action(description="Enable the selected endpoints", permissions=["change"])
+    def enable(self, request, queryset) -> None:
+        for endpoint in queryset:
+            endpoint.enabled = True
+            endpoint.disabled_reason = ""
+            endpoint.failing_since = None
+            endpoint.save()
+        messages.success(request, "Enabled.")
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(SimpleHistoryAdmin):
+    list_display = ("id", "event", "endpoint", "status", "attempt_count", "next_attempt_at")
+    list_filter = ("status",)
+    search_fields = ("event__event_id", "endpoint__public_id")
+    list_select_related = ("event", "endpoint")
+    fields = (
+        "endpoint",
+        "event",
+        "status",
+        "attempt_count",
+        "first_attempt_at",
+        "next_attempt_at",
+        "last_status_code",
+        "created_at",
+        "updated_at",
+    )
+    readonly_fields = fields
+    inlines = (AttemptInline,)
+    actions = ("retry",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return request.user.has_perm("webhooks.change_delivery") if obj is None else False
+
+    @admin.action(description="Send the selected deliveries again now", permissions=["change"])
+    def retry(self, request, queryset) -> None:
+        count = 0
+        for delivery in queryset:
+            delivery_retry(delivery=delivery)
+            count += 1
+        messages.success(request, f"{count} deliveries will be sent again.")

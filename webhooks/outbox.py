@@ -1,0 +1,208 @@
+"""The outbox: what must be pushed, written in the transaction that stored it (extensions.md:
+"no crash, restart or Redis outage between indexing and sending loses one"). One row per
+event, not per endpoint; the dispatcher fans each out to the matching endpoints.
+
+- Chain events: from the indexing transaction (activity/indexer.py calls INDEX_LISTENER).
+- `eventRemoved`: from the same transaction when a reorg removes an event already attempted
+  to some endpoint; events not attempted yet are withdrawn (their deliveries cancelled).
+- `statusChanged`: from the state refresh's transaction (sync/refresh.py).
+- `ping`: from `POST /webhooks/{id}/test`, for that endpoint only.
+
+While no endpoint is enabled nothing is written: an endpoint hears of what is stored after it
+exists.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection
+from django.utils import timezone
+
+from activity.selectors import FEED_TYPES, event_document
+from chain.activity import ActivityLog
+from deposits.models import Event
+from deposits.selectors import iso_instant
+from lats.models import Lat
+from webhooks.models import Attempt, Delivery, Endpoint, OutboxEvent
+
+# The types an endpoint may subscribe to (extensions.md).
+TYPES: tuple[str, ...] = (
+    *FEED_TYPES,
+    OutboxEvent.Type.STATUS_CHANGED.value,
+    OutboxEvent.Type.EVENT_REMOVED.value,
+)
+# The args that name a wallet (the `wallets` filter).
+WALLET_ARGS = ("sender", "receiver", "from", "to", "depositor", "initiator")
+NOTIFY_CHANNEL = "lat_webhooks"
+
+
+def event_id(chain_id: int, tx_hash: str, log_index: int) -> str:
+    """The payload's `id` of a chain event: the same for every attempt and every endpoint."""
+    return f"evt_{chain_id}_{tx_hash.lower()}_{log_index}"
+
+
+def payload(message_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    return {"id": message_id, "type": kind, "createdAt": iso_instant(timezone.now()), "data": data}
+
+
+def _subscribers() -> bool:
+    return Endpoint.objects.filter(enabled=True).exists()
+
+
+def _notify() -> None:
+    """Wake the dispatcher when the transaction commits (PostgreSQL sends NOTIFY then)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"NOTIFY {NOTIFY_CHANNEL}")
+
+
+def _wallets(args: Any) -> list[str]:
+    if not isinstance(args, dict):
+        return []
+    named = {args.get(name) for name in WALLET_ARGS}
+    return sorted(a.lower() for a in named if isinstance(a, str) and a.startswith("0x"))
+
+
+def outbox_events_stored(*, lat: Lat, logs: Sequence[ActivityLog]) -> int:
+    """One outbox row per new feed event of the LAT; returns how many."""
+    keys = {(log.block_number, log.log_index) for log in logs if log.type in FEED_TYPES}
+    if not keys or not _subscribers():
+        return 0
+    blocks = [block for block, _ in keys]
+    rows = Event.objects.filter(
+        lat=lat, block_number__gte=min(blocks), block_number__lte=max(blocks), type__in=FEED_TYPES
+    ).values_list("type", "block_number", "created_at", "tx_hash", "log_index", "args")
+    out = []
+    for row in rows:
+        kind, block, _, tx_hash, log_index, args = row
+        if (block, log_index) not in keys:
+            continue
+        message_id = event_id(lat.chain_id, tx_hash, log_index)
+        data = {**event_document(*row), "lat": lat.proxy_address, "chainId": lat.chain_id}
+        out.append(
+            OutboxEvent(
+                event_id=message_id,
+                type=kind,
+                lat=lat,
+                block_number=block,
+                log_index=log_index,
+                wallets=_wallets(args),
+                payload=payload(message_id, kind, data),
+            )
+        )
+    OutboxEvent.objects.bulk_create(out, batch_size=1000, ignore_conflicts=True)
+    _notify()
+    return len(out)
+
+
+def outbox_events_removing(*, lat: Lat, from_block: int) -> int:
+    """A reorg removes the LAT's events at or after `from_block`: those already attempted to an
+    endpoint are withdrawn with an `eventRemoved`; deliveries not attempted yet are cancelled.
+    Returns how many eventRemoved were written."""
+    doomed = list(
+        OutboxEvent.objects.filter(
+            lat=lat, block_number__gte=from_block, removed=False, type__in=FEED_TYPES
+        )
+        .select_for_update()
+        .order_by("id")
+    )
+    if not doomed:
+        return 0
+    now = timezone.now()
+    ids = [event.id for event in doomed]
+    announced = set(
+        Attempt.objects.filter(delivery__event_id__in=ids).values_list(
+            "delivery__event_id", flat=True
+        )
+    )
+    Delivery.objects.filter(
+        event_id__in=ids, status=Delivery.Status.PENDING, attempts__isnull=True
+    ).update(status=Delivery.Status.CANCELLED, next_attempt_at=None)
+    OutboxEvent.objects.filter(id__in=ids).update(removed=True)
+    OutboxEvent.objects.filter(id__in=ids, fanned_out_at__isnull=True).update(fanned_out_at=now)
+    removals = []
+    for event in doomed:
+        if event.id not in announced:
+            continue
+        message_id = f"evt_removed_{event.id}"
+        removed = event.payload["data"]
+        data = {
+            "lat": lat.proxy_address,
+            "chainId": lat.chain_id,
+            "removedId": event.event_id,
+            "removedType": event.type,
+            "blockNumber": event.block_number,
+            "logIndex": event.log_index,
+            "transactionHash": removed.get("transactionHash"),
+        }
+        removals.append(
+            OutboxEvent(
+                event_id=message_id,
+                type=OutboxEvent.Type.EVENT_REMOVED,
+                lat=lat,
+                block_number=event.block_number,
+                log_index=event.log_index,
+                removes=event,
+                wallets=event.wallets,
+                payload=payload(message_id, OutboxEvent.Type.EVENT_REMOVED, data),
+            )
+        )
+    OutboxEvent.objects.bulk_create(removals)
+    if removals:
+        _notify()
+    return len(removals)
+
+
+def outbox_status_changed(
+    *, lat: Lat, paused: bool, prices_stale: bool | None, state_block: int
+) -> OutboxEvent | None:
+    """A `statusChanged` of the LAT (its `paused` or `pricesStale` changed at `state_block`)."""
+    if not _subscribers():
+        return None
+    message_id = f"evt_status_{lat.chain_id}_{lat.proxy_address.lower()}_{state_block}"
+    data = {
+        "lat": lat.proxy_address,
+        "chainId": lat.chain_id,
+        "paused": paused,
+        "pricesStale": prices_stale,
+        "stateBlock": state_block,
+    }
+    event, _ = OutboxEvent.objects.get_or_create(
+        event_id=message_id,
+        removed=False,
+        defaults={
+            "type": OutboxEvent.Type.STATUS_CHANGED,
+            "lat": lat,
+            "block_number": state_block,
+            "payload": payload(message_id, OutboxEvent.Type.STATUS_CHANGED, data),
+        },
+    )
+    _notify()
+    return event
+
+
+def outbox_ping(*, endpoint: Endpoint) -> OutboxEvent:
+    """A `ping` for one endpoint (POST /webhooks/{id}/test), never fanned out."""
+    message_id = f"evt_ping_{secrets.token_hex(12)}"
+    data = {"endpoint": endpoint.public_id}
+    return OutboxEvent.objects.create(
+        event_id=message_id,
+        type=OutboxEvent.Type.PING,
+        endpoint=endpoint,
+        payload=payload(message_id, OutboxEvent.Type.PING, data),
+        fanned_out_at=timezone.now(),
+    )
+
+
+class _IndexListener:
+    def stored(self, lat: Lat, logs: Sequence[ActivityLog]) -> None:
+        outbox_events_stored(lat=lat, logs=logs)
+
+    def removing(self, lat: Lat, from_block: int) -> None:
+        outbox_events_removing(lat=lat, from_block=from_block)
+
+
+INDEX_LISTENER = _IndexListener()

@@ -1,0 +1,122 @@
+"""One attempt of a delivery: an HTTP POST of the payload, signed, to the address the URL's
+host resolves to now (checked against the rules again: targets.py), within
+settings.WEBHOOK_TIMEOUT seconds from connect to the last byte, no redirect followed, at most
+settings.WEBHOOK_MAX_BYTES of the answer read. No database here: the dispatcher's threads
+run it."""
+
+from __future__ import annotations
+
+import http.client
+import ssl
+import time
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+
+from django.conf import settings
+
+from core import outbound
+from webhooks.signing import signature_header
+from webhooks.targets import webhook_address, webhook_target
+
+HEAD_BYTES = 1024  # of the answer, kept with the attempt
+USER_AGENT = "lat-service-webhooks/1"
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    status_code: int | None  # None: no answer (error says why)
+    error: str
+    duration_ms: int
+    response_head: str
+    retry_after: float | None = None  # seconds, from a 429's or 503's Retry-After
+    refused: str | None = None  # the rule that refused the URL; nothing was sent
+
+    @property
+    def delivered(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+    @property
+    def retryable(self) -> bool:
+        """A network error, a timeout, a 5xx, a 408 or a 429: tried again on the schedule. A URL
+        the rules refuse is not (but a host that does not resolve is)."""
+        if self.refused is not None:
+            return self.refused == "resolve"
+        if self.status_code is None:
+            return True
+        return self.status_code >= 500 or self.status_code in (408, 429)
+
+
+@dataclass(frozen=True)
+class Signed:
+    """What one attempt sends."""
+
+    url: str
+    message_id: str
+    body: bytes
+    secrets: tuple[str, ...]
+
+
+def attempt_send(signed: Signed) -> AttemptResult:
+    started = time.perf_counter()
+
+    def ms() -> int:
+        return int((time.perf_counter() - started) * 1000)
+
+    timeout = settings.WEBHOOK_TIMEOUT
+    deadline = outbound.Deadline(timeout, what="the webhook deadline")
+    try:
+        target = webhook_target(signed.url)
+        address = webhook_address(target)
+    except outbound.OutboundRefused as exc:
+        return AttemptResult(None, f"refused: {exc}", ms(), "", refused=exc.rule)
+    timestamp = int(time.time())
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "Connection": "close",
+        "webhook-id": signed.message_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": signature_header(
+            signed.secrets, message_id=signed.message_id, timestamp=timestamp, body=signed.body
+        ),
+    }
+    connection_class = (
+        outbound.PinnedHTTPSConnection if target.scheme == "https" else outbound.PinnedConnection
+    )
+    connection = connection_class(target, address, deadline)
+    try:
+        connection.request("POST", target.path, body=signed.body, headers=headers)
+        response = connection.getresponse()
+        raw, _ = outbound.read_capped(response, settings.WEBHOOK_MAX_BYTES)
+        error = ""
+        if 300 <= response.status < 400:
+            error = "redirect not followed"
+        return AttemptResult(
+            response.status,
+            error,
+            ms(),
+            raw[:HEAD_BYTES].decode("utf-8", "replace"),
+            retry_after=_retry_after(response.getheader("Retry-After")),
+        )
+    except TimeoutError:
+        return AttemptResult(None, f"no answer within {timeout:g} s", ms(), "")
+    except ssl.SSLCertVerificationError:
+        return AttemptResult(None, "the TLS certificate could not be verified", ms(), "")
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        return AttemptResult(None, f"connection failed: {type(exc).__name__}", ms(), "")
+    finally:
+        connection.dispose()
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After in seconds (an HTTP date is read as well); None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

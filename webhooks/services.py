@@ -1,0 +1,302 @@
+"""Writes of the webhooks: endpoints (create, update, delete, rotate the secret), the fan-out
+of the outbox to the matching endpoints, and what an attempt makes of its delivery (the retry
+schedule, the final failure, the endpoint disabled after failing for days)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from rest_framework_api_key.models import APIKey
+
+from core import outbound
+from core.addresses import address_error, checksum, is_address
+from core.errors import InvalidInput, NotFound
+from webhooks.models import Attempt, Delivery, Endpoint, OutboxEvent
+from webhooks.outbox import TYPES, outbox_ping
+from webhooks.sending import AttemptResult, Signed, attempt_send
+from webhooks.signing import secret_new
+from webhooks.targets import refusal, webhook_url_check
+
+logger = logging.getLogger(__name__)
+
+ROTATION_OVERLAP = timedelta(hours=24)  # the previous secret keeps signing beside the new one
+# A delivery claimed for an attempt is sent again if the attempt was not recorded by then (the
+# dispatcher died mid-attempt): well above the attempt's own deadline.
+DISPATCH_LEASE = timedelta(seconds=120)
+
+
+# --- endpoints ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EndpointFields:
+    """What a caller may set; None: not given (PATCH keeps the value)."""
+
+    url: str | None = None
+    types: list[str] | None = None
+    lats: list[str] | None = None
+    wallets: list[str] | None = None
+    description: str | None = None
+    enabled: bool | None = None
+
+
+def _addresses(values: Sequence[Any], field: str) -> list[str]:
+    out = []
+    for index, value in enumerate(values):
+        if not is_address(value):
+            raise InvalidInput(address_error(f"{field}[{index}]"))
+        out.append(checksum(value))
+    return list(dict.fromkeys(out))
+
+
+def _checked(fields: EndpointFields) -> dict[str, Any]:
+    """The fields to store, each checked; InvalidInput naming the field (and the URL's rule)."""
+    out: dict[str, Any] = {}
+    if fields.types is not None:
+        unknown = [t for t in fields.types if t not in TYPES]
+        if unknown:
+            raise InvalidInput(f"types must hold only: {', '.join(TYPES)}.")
+        out["types"] = list(dict.fromkeys(fields.types))
+    if fields.lats is not None:
+        out["lats"] = _addresses(fields.lats, "lats")
+    if fields.wallets is not None:
+        out["wallets"] = [a.lower() for a in _addresses(fields.wallets, "wallets")]
+    if fields.description is not None:
+        out["description"] = fields.description
+    if fields.enabled is not None:
+        out["enabled"] = fields.enabled
+        if fields.enabled:
+            out["disabled_reason"] = ""
+            out["failing_since"] = None
+    if fields.url is not None:  # last: it resolves the host
+        try:
+            webhook_url_check(fields.url)
+        except outbound.OutboundRefused as exc:
+            raise InvalidInput(refusal(exc)) from exc
+        out["url"] = fields.url
+    return out
+
+
+def endpoint_create(*, api_key: APIKey, fields: EndpointFields) -> Endpoint:
+    """A new endpoint of the key, with a new secret; InvalidInput past WEBHOOKS_PER_KEY."""
+    if fields.url is None:
+        raise InvalidInput("url is required.")
+    values = _checked(fields)
+    with transaction.atomic():
+        # One creation at a time per key, so that the limit holds under concurrent requests.
+        APIKey.objects.select_for_update().filter(pk=api_key.pk).first()
+        limit = settings.WEBHOOKS_PER_KEY
+        if Endpoint.objects.filter(api_key=api_key).count() >= limit:
+            raise InvalidInput(f"An API key may have at most {limit} webhook endpoints.")
+        return Endpoint.objects.create(
+            public_id=f"wh_{secrets.token_hex(12)}",
+            api_key=api_key,
+            secret=secret_new(),
+            **values,
+        )
+
+
+def endpoint_update(*, endpoint: Endpoint, fields: EndpointFields) -> Endpoint:
+    values = _checked(fields)
+    for name, value in values.items():
+        setattr(endpoint, name, value)
+    endpoint.save()
+    return endpoint
+
+
+def endpoint_delete(*, endpoint: Endpoint) -> None:
+    endpoint.delete()
+
+
+def endpoint_rotate_secret(*, endpoint: Endpoint) -> Endpoint:
+    """A new secret; the one it replaces keeps signing beside it for ROTATION_OVERLAP."""
+    endpoint.previous_secret = endpoint.secret
+    endpoint.previous_secret_until = timezone.now() + ROTATION_OVERLAP
+    endpoint.secret = secret_new()
+    endpoint.save()
+    return endpoint
+
+
+def endpoint_secrets(endpoint: Endpoint, *, now: datetime | None = None) -> tuple[str, ...]:
+    """The secrets that sign now: the current one, and the previous during a rotation."""
+    now = now or timezone.now()
+    until = endpoint.previous_secret_until
+    if endpoint.previous_secret and until is not None and until > now:
+        return (endpoint.secret, endpoint.previous_secret)
+    return (endpoint.secret,)
+
+
+def endpoint_for_key(*, api_key: APIKey, public_id: str) -> Endpoint:
+    """The key's endpoint; NotFound for another key's (or none)."""
+    endpoint = Endpoint.objects.filter(api_key=api_key, public_id=public_id).first()
+    if endpoint is None:
+        raise NotFound(f"No webhook endpoint {public_id[:64]} for this API key.")
+    return endpoint
+
+
+# --- fan-out ------------------------------------------------------------------------------------
+
+
+def _matches(endpoint: Endpoint, event: OutboxEvent, lat_address: str | None) -> bool:
+    if endpoint.types and event.type not in endpoint.types:
+        return False
+    if endpoint.lats and lat_address not in endpoint.lats:
+        return False
+    return not (endpoint.wallets and not set(endpoint.wallets) & set(event.wallets))
+
+
+def outbox_fan_out(*, limit: int = 500) -> int:
+    """One delivery per matching enabled endpoint for the oldest events not fanned out yet
+    (rows another dispatcher holds are skipped); returns how many events were fanned out.
+    An `eventRemoved` goes to the endpoints that were sent the event it withdraws."""
+    with transaction.atomic():
+        events = list(
+            OutboxEvent.objects.filter(fanned_out_at__isnull=True)
+            .select_related("lat")
+            .order_by("id")
+            .select_for_update(skip_locked=True, of=("self",))[:limit]
+        )
+        if not events:
+            return 0
+        endpoints = list(Endpoint.objects.filter(enabled=True))
+        now = timezone.now()
+        deliveries: list[Delivery] = []
+        for event in events:
+            lat_address = event.lat.proxy_address if event.lat else None
+            candidates = endpoints
+            if event.type == OutboxEvent.Type.EVENT_REMOVED:
+                sent_to = set(
+                    Attempt.objects.filter(delivery__event_id=event.removes_id).values_list(
+                        "delivery__endpoint_id", flat=True
+                    )
+                )
+                candidates = [e for e in endpoints if e.id in sent_to]
+            deliveries.extend(
+                Delivery(endpoint=endpoint, event=event, next_attempt_at=now)
+                for endpoint in candidates
+                if _matches(endpoint, event, lat_address)
+            )
+        Delivery.objects.bulk_create(deliveries, batch_size=1000, ignore_conflicts=True)
+        OutboxEvent.objects.filter(id__in=[e.id for e in events]).update(fanned_out_at=now)
+    return len(events)
+
+
+# --- attempts -----------------------------------------------------------------------------------
+
+
+def retry_delay(attempts: int) -> float | None:
+    """Seconds from the first attempt to the next after `attempts` attempts; None: no more."""
+    schedule = settings.WEBHOOK_RETRY_SCHEDULE
+    return float(schedule[attempts - 1]) if attempts <= len(schedule) else None
+
+
+@transaction.atomic
+def delivery_record_attempt(*, delivery_id: int, at: datetime, result: AttemptResult) -> Delivery:
+    """The attempt stored, and what it makes of its delivery: delivered (2xx), tried again on
+    the schedule (a network error, a timeout, a 5xx, a 408, a 429 not before its Retry-After),
+    or failed (anything else, or the schedule's end). An endpoint whose attempts have all failed
+    for WEBHOOK_DISABLE_AFTER seconds is disabled."""
+    delivery = Delivery.objects.select_for_update().select_related("endpoint").get(id=delivery_id)
+    Attempt.objects.create(
+        delivery=delivery,
+        at=at,
+        status_code=result.status_code,
+        error=result.error[:300],
+        duration_ms=result.duration_ms,
+        response_head=result.response_head,
+    )
+    delivery.attempt_count += 1
+    delivery.first_attempt_at = delivery.first_attempt_at or at
+    delivery.last_status_code = result.status_code
+    endpoint = delivery.endpoint
+    if delivery.status != Delivery.Status.PENDING:  # cancelled meanwhile (a reorg)
+        delivery.save()
+        return delivery
+    now = timezone.now()
+    if result.delivered:
+        delivery.status = Delivery.Status.DELIVERED
+        delivery.next_attempt_at = None
+        if endpoint.failing_since is not None:
+            Endpoint.objects.filter(id=endpoint.id).update(failing_since=None)
+    else:
+        delay = retry_delay(delivery.attempt_count) if result.retryable else None
+        if delay is None:
+            delivery.status = Delivery.Status.FAILED
+            delivery.next_attempt_at = None
+        else:
+            due = delivery.first_attempt_at + timedelta(seconds=delay)
+            if result.retry_after is not None:
+                due = max(due, now + timedelta(seconds=min(result.retry_after, 86400)))
+            delivery.next_attempt_at = due
+        _endpoint_failed(endpoint, at=at, now=now)
+    delivery.save()
+    logger.info(
+        "webhook attempt",
+        extra={
+            "event_id": delivery.event.event_id,
+            "delivery_id": delivery.id,
+            "endpoint": endpoint.public_id,
+            "status_code": result.status_code,
+            "error": result.error,
+            "duration_ms": result.duration_ms,
+            "outcome": delivery.status,
+        },
+    )
+    return delivery
+
+
+def _endpoint_failed(endpoint: Endpoint, *, at: datetime, now: datetime) -> None:
+    since = endpoint.failing_since
+    if since is None:
+        Endpoint.objects.filter(id=endpoint.id, failing_since__isnull=True).update(failing_since=at)
+        return
+    if (now - since).total_seconds() >= settings.WEBHOOK_DISABLE_AFTER and endpoint.enabled:
+        endpoint.enabled = False
+        endpoint.disabled_reason = "Every delivery failed for "
+        endpoint.disabled_reason += f"{settings.WEBHOOK_DISABLE_AFTER / 86400:g} days."
+        endpoint.save(update_fields=["enabled", "disabled_reason", "updated_at"])
+        logger.warning("webhook endpoint disabled", extra={"endpoint": endpoint.public_id})
+
+
+def delivery_signed(delivery: Delivery) -> Signed:
+    """What an attempt of the delivery sends (signed with the endpoint's secrets of now)."""
+    body = json.dumps(delivery.event.payload, separators=(",", ":")).encode()
+    return Signed(
+        url=delivery.endpoint.url,
+        message_id=delivery.event.event_id,
+        body=body,
+        secrets=endpoint_secrets(delivery.endpoint),
+    )
+
+
+def endpoint_test(*, endpoint: Endpoint) -> Attempt:
+    """A `ping` delivered to the endpoint at once, in the caller's thread; its attempt."""
+    with transaction.atomic():
+        event = outbox_ping(endpoint=endpoint)
+        delivery = Delivery.objects.create(
+            endpoint=endpoint, event=event, next_attempt_at=timezone.now() + DISPATCH_LEASE
+        )
+    at = timezone.now()
+    result = attempt_send(delivery_signed(delivery))
+    delivery_record_attempt(delivery_id=delivery.id, at=at, result=result)
+    return Attempt.objects.select_related("delivery__event").filter(delivery=delivery).latest("id")
+
+
+def delivery_retry(*, delivery: Delivery) -> Delivery:
+    """Send the delivery again at once, on a schedule of its own (the first attempt of a new
+    series)."""
+    delivery.status = Delivery.Status.PENDING
+    delivery.next_attempt_at = timezone.now()
+    delivery.first_attempt_at = None
+    delivery.attempt_count = 0
+    delivery.save()
+    return delivery

@@ -31,6 +31,7 @@ from core.middleware import is_admin_path
 from core.networks import allowed_networks
 from lats.telemetry import SyncStatusCollector
 from sync import health
+from webhooks.telemetry import WebhookQueueCollector
 
 READ_METHODS = ["GET", "HEAD"]
 
@@ -86,7 +87,7 @@ def prometheus_metrics(request: HttpRequest) -> HttpResponse:
     address = BaseThrottle().get_ident(Request(request))
     if not metrics_allowed(address, settings.METRICS_ALLOWED_IPS):
         return json_error("forbidden", "The metrics are not served to this address.", 403)
-    body = telemetry.exposition([SyncStatusCollector()])
+    body = telemetry.exposition([SyncStatusCollector(), WebhookQueueCollector()])
     return HttpResponse(body, content_type=telemetry.CONTENT_TYPE)
 
 
@@ -181,6 +182,19 @@ class HealthLatSerializer(serializers.Serializer):
     )
 
 
+class HealthWebhooksSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        ["ok", "lagging"],
+        help_text="`lagging` when the oldest webhook event or delivery due has waited more than "
+        "WEBHOOK_LAG_ALERT_SECONDS (default 60): the dispatcher is down or behind.",
+    )
+    pendingDeliveries = serializers.IntegerField(help_text="Deliveries not delivered or failed.")
+    pendingEvents = serializers.IntegerField(help_text="Outbox events not fanned out yet.")
+    oldestPendingSeconds = serializers.IntegerField(
+        help_text="Age of the oldest event not fanned out or delivery due (0 when none)."
+    )
+
+
 class HealthChecksSerializer(serializers.Serializer):
     database = HealthDependencySerializer()
     redis = HealthDependencySerializer(
@@ -194,13 +208,16 @@ class HealthChecksSerializer(serializers.Serializer):
     lats = HealthLatSerializer(
         many=True, allow_null=True, help_text="One per LAT; null when the database is down."
     )
+    webhooks = HealthWebhooksSerializer(
+        allow_null=True, help_text="The webhook dispatcher's lag; null when the database is down."
+    )
 
 
 class HealthSerializer(serializers.Serializer):
     status = serializers.ChoiceField(
         ["ok", "degraded", "down"],
         help_text="`down` (503) when the database cannot be reached; `degraded` (200) when Redis "
-        "or a chain's node is unreachable or a LAT lags; else `ok`.",
+        "or a chain's node is unreachable, a LAT lags or the webhook dispatcher lags; else `ok`.",
     )
     checks = HealthChecksSerializer()
 

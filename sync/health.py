@@ -30,6 +30,9 @@ SYNC_LAG_ALERT_SECONDS. `gaps` lists what the service cannot know of the LAT unt
 manifest tell it (`lats.sync_status.lat_gaps`: a unit of account without a price feed, an
 EigenLayer core contract that no preset, manifest or override names); it does not change the
 status.
+
+Webhooks: the dispatcher's lag (webhooks/telemetry.py's queue_lag), `lagging` when the oldest
+event or delivery due has waited more than WEBHOOK_LAG_ALERT_SECONDS.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from django.utils import timezone
 from core import redisguard
 from lats.models import Lat, PriceFeed, SyncStatus
 from lats.sync_status import lat_gaps
+from webhooks.telemetry import queue_lag
 
 HEALTH_DB_TIMEOUT: Final = 0.6  # seconds a request waits for the database probe
 HEALTH_REDIS_TIMEOUT: Final = 0.2  # connect and socket timeouts of the Redis PING, each
@@ -265,6 +269,26 @@ def _sync_checks() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return chains, lat_checks
 
 
+# --- webhooks ------------------------------------------------------------------------------------
+
+
+def _webhooks_check() -> dict[str, Any]:
+    """The dispatcher's lag: deliveries pending, outbox rows not fanned out, and the age of the
+    oldest due (`lagging` above WEBHOOK_LAG_ALERT_SECONDS: the dispatcher is down or behind)."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
+        lag = queue_lag()
+    oldest = int(lag["oldest_seconds"])
+    return {
+        "status": "lagging" if oldest > settings.WEBHOOK_LAG_ALERT_SECONDS else OK,
+        "pendingDeliveries": lag["deliveries"],
+        "pendingEvents": lag["outbox"],
+        "oldestPendingSeconds": oldest,
+    }
+
+
 # --- the whole -----------------------------------------------------------------------------------
 
 
@@ -278,10 +302,15 @@ def service_health() -> dict[str, Any]:
         checks["redis"] = _redis_check(location)  # while the database probe runs
     checks["database"] = _database_check(probe, started)
     if checks["database"]["status"] == DOWN:
-        return {"status": DOWN, "checks": checks | {"chains": None, "lats": None}}
+        return {
+            "status": DOWN,
+            "checks": checks | {"chains": None, "lats": None, "webhooks": None},
+        }
     checks["chains"], checks["lats"] = _sync_checks()
+    checks["webhooks"] = _webhooks_check()
     degraded = (
         checks.get("redis", {}).get("status") == DOWN
+        or checks["webhooks"]["status"] != OK
         or any(chain["nodeAnswered"] is False for chain in checks["chains"])
         or any(lat["status"] != OK for lat in checks["lats"])
     )

@@ -87,6 +87,14 @@ def lat_entry(lat, *, indexed, lag_blocks, synced_at, status="ok") -> dict:
     }
 
 
+WEBHOOKS_IDLE = {
+    "status": "ok",
+    "pendingDeliveries": 0,
+    "pendingEvents": 0,
+    "oldestPendingSeconds": 0,
+}
+
+
 def without_lag_seconds(body: dict) -> tuple[dict, list]:
     """The body with each LAT's lagSeconds taken out (the clock moves), and those values; each
     LAT's `gaps` are taken out too (test_gaps_say_what_the_service_cannot_know checks them)."""
@@ -134,6 +142,7 @@ def test_all_ok(api, world):
                 lat_entry(world.a, indexed=117, lag_blocks=3, synced_at=world.a_at),
                 lat_entry(world.b, indexed=110, lag_blocks=10, synced_at=world.b_at),
             ],
+            "webhooks": WEBHOOKS_IDLE,
         },
     }
     assert_lags(lags, [0, 20, 10])
@@ -144,7 +153,7 @@ def test_without_redis_configured_there_is_no_redis_check(api, world, settings):
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     body = api.get("/health").json()
     assert body["status"] == "ok"
-    assert set(body["checks"]) == {"database", "chains", "lats"}
+    assert set(body["checks"]) == {"database", "chains", "lats", "webhooks"}
 
 
 @pytest.mark.parametrize("fault", ["stopped", "paused"])
@@ -238,6 +247,7 @@ def _down_body(error: str) -> dict:
             "database": {"status": "down", "error": error},
             "chains": None,
             "lats": None,
+            "webhooks": None,
         },
     }
 
@@ -349,3 +359,21 @@ def test_gaps_say_what_the_service_cannot_know(api):
     PriceFeed.objects.create(chain_id=1, token_address=token, feed_address=A(0xFEED))
     body = api.get("/health").json()
     assert {lat["symbol"]: lat["gaps"] for lat in body["checks"]["lats"]}["tLAT"] == []
+
+
+def test_a_webhook_dispatcher_behind_is_degraded(api, world, settings):
+    """An event the dispatcher has not fanned out for longer than WEBHOOK_LAG_ALERT_SECONDS."""
+    from webhooks.models import OutboxEvent
+
+    settings.WEBHOOK_LAG_ALERT_SECONDS = 60
+    event = OutboxEvent.objects.create(event_id="evt_1", type="deposit", payload={})
+    OutboxEvent.objects.filter(id=event.id).update(
+        created_at=dt.datetime.now(dt.UTC) - dt.timedelta(seconds=90)
+    )
+    response = api.get("/health")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "degraded"
+    webhooks = body["checks"]["webhooks"]
+    assert (webhooks["status"], webhooks["pendingEvents"]) == ("lagging", 1)
+    assert 90 <= webhooks["oldestPendingSeconds"] <= 95

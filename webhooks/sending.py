@@ -16,7 +16,7 @@ from django.conf import settings
 
 from core import outbound
 from webhooks.signing import signature_header
-from webhooks.targets import webhook_address, webhook_target
+from webhooks.targets import NOUN, webhook_address, webhook_target
 
 HEAD_BYTES = 1024  # of the answer, kept with the attempt
 USER_AGENT = "lat-service-webhooks/1"
@@ -120,3 +120,31 @@ def _retry_after(value: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+PROBE_TIMEOUT = 3.0  # seconds a registration waits for the URL's answer to a HEAD
+
+
+def url_probe(url: str) -> None:
+    """At registration: a HEAD to the URL (its address checked as for an attempt), refused with
+    OutboundRefused (rule `redirect`) when it answers a redirect, which no attempt would follow.
+    An endpoint that does not answer, or answers anything else, is not refused: it may not be
+    up yet, and many receivers take nothing but POST."""
+    target = webhook_target(url)
+    address = webhook_address(target)
+    connection_class = (
+        outbound.PinnedHTTPSConnection if target.scheme == "https" else outbound.PinnedConnection
+    )
+    deadline = outbound.Deadline(PROBE_TIMEOUT, what="the webhook probe deadline")
+    connection = connection_class(target, address, deadline)
+    try:
+        connection.request("HEAD", target.path, headers={"User-Agent": USER_AGENT})
+        status = connection.getresponse().status
+    except (OSError, ValueError, http.client.HTTPException):
+        return
+    finally:
+        connection.dispose()
+    if 300 <= status < 400:
+        raise outbound.OutboundRefused(
+            f"the {NOUN} of {target.origin} answers HTTP {status}, a redirect", rule="redirect"
+        )

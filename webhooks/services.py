@@ -22,7 +22,7 @@ from core.addresses import address_error, checksum, is_address
 from core.errors import InvalidInput, NotFound
 from webhooks.models import Attempt, Delivery, Endpoint, OutboxEvent
 from webhooks.outbox import TYPES, outbox_ping
-from webhooks.sending import AttemptResult, Signed, attempt_send
+from webhooks.sending import AttemptResult, Signed, attempt_send, url_probe
 from webhooks.signing import secret_new
 from webhooks.targets import refusal, webhook_url_check
 
@@ -77,9 +77,10 @@ def _checked(fields: EndpointFields) -> dict[str, Any]:
         if fields.enabled:
             out["disabled_reason"] = ""
             out["failing_since"] = None
-    if fields.url is not None:  # last: it resolves the host
+    if fields.url is not None:  # last: it resolves the host and asks the URL
         try:
             webhook_url_check(fields.url)
+            url_probe(fields.url)
         except outbound.OutboundRefused as exc:
             raise InvalidInput(refusal(exc)) from exc
         out["url"] = fields.url

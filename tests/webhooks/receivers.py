@@ -40,6 +40,7 @@ class Receiver:
 
     def __init__(self, *answers: Answer) -> None:
         self.answers = list(answers) or [Answer()]
+        self.head_answers = False  # HEAD: the scripted answers too, else 501 (POST only)
         self.received: list[Received] = []
         self.lock = threading.Lock()
         receiver = self
@@ -70,6 +71,16 @@ class Receiver:
                     self.wfile.write(answer.body)
                 except OSError:  # the sender gave up waiting (its deadline)
                     pass
+
+            def do_HEAD(self) -> None:
+                if not receiver.head_answers:
+                    self.send_error(501)
+                    return
+                answer = receiver.answers[0]
+                self.send_response(answer.status)
+                for name, value in answer.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 from rest_framework_api_key.models import APIKey
 
 from tests.webhooks.conftest import register
+from tests.webhooks.receivers import Answer
 from webhooks.models import Delivery, Endpoint, OutboxEvent
 
 pytestmark = pytest.mark.django_db
@@ -176,6 +177,23 @@ def test_registration_refuses_urls_breaking_a_rule(keyed, url, rule):
         assert message.startswith("url: ")
         assert rule in message
     assert not Endpoint.objects.exists()
+
+
+def test_registration_refuses_a_url_that_redirects(keyed, receiver):
+    """Asked with a HEAD when registered: a redirect, which no attempt would follow, is refused;
+    a receiver that takes nothing but POST is not."""
+    target = receiver()
+    redirecting = receiver(Answer(301, headers={"Location": target.url()}))
+    redirecting.head_answers = True
+    message = error(
+        keyed.post("/webhooks", {"url": redirecting.url()}, format="json"),
+        422,
+        "unprocessable_entity",
+    )
+    assert message.startswith("url: ")
+    assert "no redirects" in message
+    assert not Endpoint.objects.exists()
+    register(keyed, target.url())  # answers HEAD with 501
 
 
 def test_patch_checks_the_url_too(keyed, receiver, settings):

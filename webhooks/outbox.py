@@ -99,9 +99,10 @@ def outbox_events_stored(*, lat: Lat, logs: Sequence[ActivityLog]) -> int:
 
 
 def outbox_events_removing(*, lat: Lat, from_block: int) -> int:
-    """A reorg removes the LAT's events at or after `from_block`: those already attempted to an
-    endpoint are withdrawn with an `eventRemoved`; deliveries not attempted yet are cancelled.
-    Returns how many eventRemoved were written."""
+    """A reorg removes the LAT's events at or after `from_block`: those attempted to an endpoint
+    (or being attempted now) are withdrawn with an `eventRemoved`; their pending deliveries are
+    cancelled (one in flight is, when its attempt is recorded). Returns how many eventRemoved
+    were written."""
     doomed = list(
         OutboxEvent.objects.filter(
             lat=lat, block_number__gte=from_block, removed=False, type__in=FEED_TYPES
@@ -113,14 +114,17 @@ def outbox_events_removing(*, lat: Lat, from_block: int) -> int:
         return 0
     now = timezone.now()
     ids = [event.id for event in doomed]
+    pending = Delivery.objects.filter(event_id__in=ids, status=Delivery.Status.PENDING)
+    # Never attempted yet due later than now: claimed by a dispatcher, its first attempt under way.
+    in_flight = pending.filter(attempts__isnull=True, next_attempt_at__gt=now)
     announced = set(
         Attempt.objects.filter(delivery__event_id__in=ids).values_list(
             "delivery__event_id", flat=True
         )
+    ) | set(in_flight.values_list("event_id", flat=True))
+    pending.exclude(id__in=in_flight.values("id")).update(
+        status=Delivery.Status.CANCELLED, next_attempt_at=None
     )
-    Delivery.objects.filter(
-        event_id__in=ids, status=Delivery.Status.PENDING, attempts__isnull=True
-    ).update(status=Delivery.Status.CANCELLED, next_attempt_at=None)
     OutboxEvent.objects.filter(id__in=ids).update(removed=True)
     OutboxEvent.objects.filter(id__in=ids, fanned_out_at__isnull=True).update(fanned_out_at=now)
     removals = []

@@ -206,7 +206,11 @@ def delivery_record_attempt(*, delivery_id: int, at: datetime, result: AttemptRe
     the schedule (a network error, a timeout, a 5xx, a 408, a 429 not before its Retry-After),
     or failed (anything else, or the schedule's end). An endpoint whose attempts have all failed
     for WEBHOOK_DISABLE_AFTER seconds is disabled."""
-    delivery = Delivery.objects.select_for_update().select_related("endpoint").get(id=delivery_id)
+    delivery = (
+        Delivery.objects.select_for_update(of=("self",))
+        .select_related("endpoint", "event")
+        .get(id=delivery_id)
+    )
     Attempt.objects.create(
         delivery=delivery,
         at=at,
@@ -220,6 +224,11 @@ def delivery_record_attempt(*, delivery_id: int, at: datetime, result: AttemptRe
     delivery.last_status_code = result.status_code
     endpoint = delivery.endpoint
     if delivery.status != Delivery.Status.PENDING:  # cancelled meanwhile (a reorg)
+        delivery.save()
+        return delivery
+    if delivery.event.removed and not result.delivered:  # orphaned during its first attempt
+        delivery.status = Delivery.Status.CANCELLED
+        delivery.next_attempt_at = None
         delivery.save()
         return delivery
     now = timezone.now()

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 from standardwebhooks.webhooks import WebhookVerificationError
 
@@ -19,7 +20,7 @@ from tests.webhooks.conftest import register
 from tests.webhooks.receivers import Answer
 from webhooks.dispatcher import Dispatcher
 from webhooks.models import Delivery, Endpoint, OutboxEvent
-from webhooks.outbox import payload
+from webhooks.outbox import outbox_events_removing, payload
 from webhooks.services import outbox_fan_out
 
 pytestmark = pytest.mark.django_db
@@ -286,3 +287,38 @@ def test_an_endpoint_deleted_during_an_attempt_is_let_go(keyed, receiver):
     finally:
         dispatcher.close()
     assert not Delivery.objects.exists()
+
+
+def test_a_reorg_withdraws_what_was_sent_and_cancels_the_rest(keyed, receiver, dataset):
+    """Orphaned events: one failing on its retries (sent once: withdrawn, its retries
+    cancelled), one not attempted yet (cancelled, nothing to withdraw), one below the fork
+    (kept)."""
+    lat = dataset.eth_lat
+    server = receiver(Answer(500))
+    register(keyed, server.url())
+    retried, kept = announce(2, lat=lat, ids=["evt_retried", "evt_kept"])
+    OutboxEvent.objects.filter(id=retried.id).update(block_number=20)
+    OutboxEvent.objects.filter(id=kept.id).update(block_number=5)
+    dispatcher = Dispatcher(workers=2, per_endpoint=2)
+    try:
+        dispatcher.drain(until=lambda: len(server.received) == 2)
+        dispatcher.drain(until=lambda: dispatcher.in_flight == 0)
+        announce(1, lat=lat, ids=["evt_unsent"], block_number=21)
+        outbox_fan_out()
+        with transaction.atomic():
+            assert outbox_events_removing(lat=lat, from_block=10) == 1
+        sent = server.ids().count("evt_retried")
+        assert sent >= 1
+        server.answers = [Answer(200)]
+        dispatcher.drain(until=lambda: "evt_removed_" in " ".join(server.ids()))
+        time.sleep(0.5)  # the schedule's retries (0.2 s, 0.4 s) would have come by now
+        dispatcher.drain()
+    finally:
+        dispatcher.close()
+    statuses = dict(Delivery.objects.values_list("event__event_id", "status"))
+    assert statuses["evt_retried"] == statuses["evt_unsent"] == "cancelled"
+    ids = server.ids()
+    assert ids.count("evt_retried") == sent  # no retry after the reorg
+    assert "evt_unsent" not in ids
+    (removal,) = [r for r in server.received if r.id.startswith("evt_removed_")]
+    assert removal.verify(Endpoint.objects.get().secret)["data"]["removedId"] == "evt_retried"

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.db import connection, transaction
 
@@ -39,6 +39,7 @@ from deposits.selectors import lat_contracts
 from deposits.services import DepositEvent, deposit_record_events, deposit_remove_from_block
 from lats.models import Lat, SyncStatus
 from lats.sync_status import chain_head_seen, sync_status_recording, sync_status_success
+from operators.models import StakerNode
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,24 @@ _LISTENERS: list[IndexListener] = []
 def listen(listener: IndexListener) -> None:
     if listener not in _LISTENERS:
         _LISTENERS.append(listener)
+
+
+def lat_log_sources(lat: Lat, gateway: Gateway, *, block: int) -> dict[str, Any]:
+    """What `Gateway.activity_logs` reads for the LAT: its proxies, the node beacon (read from
+    the coordinator at `block` until known) and its stored staker nodes {address: id}."""
+    contracts = lat_contracts(lat)
+    return {
+        **contracts,
+        "beacon": gateway.node_beacon(contracts["coordinator"], block=block),
+        "nodes": dict(StakerNode.objects.filter(lat=lat).values_list("address", "node_id")),
+    }
+
+
+def lat_log_addresses(lat: Lat, gateway: Gateway, *, block: int) -> list[str]:
+    """Every address of the LAT whose events the indexer reads (one eth_getLogs over them)."""
+    sources = lat_log_sources(lat, gateway, block=block)
+    fixed = ("proxy", "manager", "coordinator", "oracle", "beacon")
+    return [a for a in (sources[k] for k in fixed) if a] + list(sources["nodes"])
 
 
 def _stored_blocks(lat: Lat):
@@ -241,7 +260,8 @@ def deposit_index(
     progress: Callable[[int, int], None] | None = None,
 ) -> IndexSummary:
     """Index the LAT's events (deposits, the activity feed, holders) from its checkpoint up to
-    head - confirmations, in one eth_getLogs per range over its three contracts.
+    head - confirmations, in one eth_getLogs per range over its contracts (proxies, node
+    beacon, staker nodes).
 
     The node, reorgs and the consistency of logs with their blocks are checked as
     activity/indexing.py describes. Each block range is stored with the checkpoint in one
@@ -259,10 +279,11 @@ def deposit_index(
         )
         removed, events_removed = deposit_rewind(lat, start.rewind) if start.rewind else (0, 0)
         head = start.head
-        contracts = lat_contracts(lat)
+        # The nodes gain those each range creates (activity_logs), for the ranges after it.
+        sources = lat_log_sources(lat, gateway, block=head.number)
 
         def fetch(first_block: int, last_block: int) -> list[ActivityLog]:
-            return gateway.activity_logs(**contracts, from_block=first_block, to_block=last_block)
+            return gateway.activity_logs(**sources, from_block=first_block, to_block=last_block)
 
         ranges = index_ranges(
             lat=lat,

@@ -1,4 +1,5 @@
-"""The events of a LAT's three contracts, read in one `eth_getLogs` and decoded into
+"""The events of a LAT's contracts (the LAT, its manager, coordinator and price oracle, each
+staker node, the proxies and the node beacon), read in one `eth_getLogs` and decoded into
 `ActivityLog`s: a feed type, the position of the log and its arguments ready for JSON.
 
 The table is extensions.md's: each (contract, event) has a feed type. `Transfer` has three:
@@ -10,6 +11,7 @@ others go through eth_abi with the argument names of the ABI.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -17,8 +19,12 @@ from chain.abi import Event, event
 from core.addresses import checksum
 
 ZERO_TOPIC_ADDRESS = "0x" + "0" * 40
+# The contract of `Upgraded` in the table: any of the LAT's transparent proxies or the node
+# beacon (OpenZeppelin 4.9's event, the same topic for both).
+PROXIES = "TransparentUpgradeableProxy"
 
-# (contract, event, feed type); the contract names the address the log must come from.
+# (contract, event, feed type); the contract names the address the log must come from (a
+# StakerNode event: any of the LAT's nodes; `Upgraded`: any of its proxies or the node beacon).
 ACTIVITY_EVENTS: tuple[tuple[str, str, str], ...] = (
     ("LiquidToken", "AssetDeposited", "deposit"),
     ("LiquidToken", "Deposit", "deposit"),
@@ -31,7 +37,64 @@ ACTIVITY_EVENTS: tuple[tuple[str, str, str], ...] = (
     ("LiquidTokenManager", "NodeDelegated", "nodeDelegated"),
     ("LiquidTokenManager", "AssetsStakedToNode", "assetsStaked"),
     ("StakerNodeCoordinator", "NodeCreated", "nodeCreated"),
+    ("LiquidToken", "PricesUpdatedBeforeDeposit", "pricesRefreshed"),
+    ("LiquidToken", "AssetTransferred", "assetsTransferred"),
+    ("LiquidTokenManager", "AssetsDepositedToEigenlayer", "assetsDepositedToEigenlayer"),
+    ("LiquidTokenManager", "VolatilityThresholdUpdated", "volatilityThresholdUpdated"),
+    ("StakerNodeCoordinator", "MaxNodesUpdated", "maxNodesUpdated"),
+    ("StakerNodeCoordinator", "NodeImplementationChanged", "nodeImplementationChanged"),
+    ("StakerNode", "UndelegatedFromOperator", "nodeUndelegated"),
+    ("StakerNode", "AssetDepositedToStrategy", "nodeAssetDeposited"),
+    ("TokenRegistryOracle", "TokenRateUpdated", "tokenRateUpdated"),
+    ("TokenRegistryOracle", "GlobalPricesUpdated", "globalPricesUpdated"),
+    (PROXIES, "Upgraded", "upgraded"),
 )
+# The arguments of each feed type, in the order of extensions.md's table (a staker node's
+# events lead with the node's address and id; `upgraded` with the contract upgraded).
+FEED_ARGS: dict[str, tuple[str, ...]] = {
+    "deposit": ("sender", "receiver", "asset", "amount", "shares"),
+    "transfer": ("from", "to", "value"),
+    "paused": ("account",),
+    "unpaused": ("account",),
+    "tokenAdded": (
+        "token",
+        "decimals",
+        "initialPrice",
+        "volatilityThreshold",
+        "strategy",
+        "setter",
+    ),
+    "tokenRemoved": ("token", "remover"),
+    "priceUpdated": ("token", "oldPrice", "newPrice", "updater"),
+    "nodeDelegated": ("nodeId", "operator"),
+    "assetsStaked": ("nodeId", "assets", "amounts", "staker"),
+    "nodeCreated": ("nodeId", "node", "creator"),
+    "pricesRefreshed": ("depositor",),
+    "assetsTransferred": ("asset", "amount", "destination", "initiator"),
+    "assetsDepositedToEigenlayer": ("assets", "amounts", "strategies", "depositor"),
+    "volatilityThresholdUpdated": ("asset", "oldThreshold", "newThreshold", "updatedBy"),
+    "maxNodesUpdated": ("oldMaxNodes", "newMaxNodes", "updater"),
+    "nodeImplementationChanged": ("beacon", "implementation", "isInitialRegistration"),
+    "nodeUndelegated": ("node", "nodeId", "operator"),
+    "nodeAssetDeposited": ("node", "nodeId", "asset", "strategy", "amount", "shares"),
+    "tokenRateUpdated": ("token", "oldRate", "newRate", "updater"),
+    "globalPricesUpdated": ("updater", "timestamp"),
+    "upgraded": ("contract", "implementation"),
+}
+# The feed's names of arguments the ABI names otherwise.
+_RENAMED = {
+    "upgradeableBeaconAddress": "beacon",
+    "implementationContract": "implementation",
+}
+# `upgraded`'s `contract`: the name of each upgradeable contract of a LAT (the proxies by their
+# manifest names; the node beacon upgrades every staker node at once).
+UPGRADEABLE = {
+    "LiquidToken": "liquidToken",
+    "LiquidTokenManager": "liquidTokenManager",
+    "StakerNodeCoordinator": "stakerNodeCoordinator",
+    "TokenRegistryOracle": "tokenRegistryOracle",
+    "UpgradeableBeacon": "stakerNode",
+}
 # Arguments given as JSON numbers; every other uint256 is a decimal string.
 NUMBER_ARGS = frozenset({"nodeId", "decimals"})
 
@@ -54,25 +117,45 @@ class ActivityLog(NamedTuple):
 
 
 def activity_topics() -> list[str]:
-    """The first topics of every event of the table (one filter for the three contracts)."""
+    """The first topics of every event of the table (one filter for all the contracts)."""
     return sorted({event(contract, name).topic for contract, name, _ in ACTIVITY_EVENTS})
 
 
-def activity_decoder(addresses: dict[str, str]):
-    """A decoder of raw logs for the contracts {contract name: address}: an ActivityLog for a
-    log of the table emitted by the right contract, None for any other log."""
-    table: dict[tuple[str, str], tuple[Event, str]] = {}
+def activity_decoder(
+    addresses: dict[str, str], *, nodes: dict[str, int] | None = None, beacon: str = ""
+):
+    """A decoder of raw logs for the contracts {contract name: address} (the LAT's proxies;
+    `TokenRegistryOracle` may be missing or empty), the staker `nodes` {address: node id} and
+    the node `beacon`: an ActivityLog for a log of the table emitted by the right contract,
+    None for any other log."""
+    sources: dict[str, list[tuple[str, dict[str, Any]]]] = {
+        contract: [(address, {})] for contract, address in addresses.items() if address
+    }
+    sources["StakerNode"] = [
+        (address, {"node": checksum(address), "nodeId": node_id})
+        for address, node_id in (nodes or {}).items()
+    ]
+    upgradeable = {**addresses, "UpgradeableBeacon": beacon}
+    sources[PROXIES] = [
+        (address, {"contract": UPGRADEABLE[contract]})
+        for contract, address in upgradeable.items()
+        if address and contract in UPGRADEABLE
+    ]
+    table: dict[tuple[str, str], tuple[Event, str, dict[str, Any]]] = {}
     for contract, name, kind in ACTIVITY_EVENTS:
         ev = event(contract, name)
-        table[(addresses[contract].lower(), ev.topic)] = (ev, kind)
+        for address, extra in sources.get(contract, []):
+            table[(address.lower(), ev.topic)] = (ev, kind, extra)
 
     def decode(log: dict[str, Any]) -> ActivityLog | None:
         topics = log["topics"]
         found = table.get((log["address"].lower(), topics[0] if topics else ""))
         if found is None:
             return None
-        ev, kind = found
+        ev, kind, extra = found
         args = _fixed_args(ev.name, topics, log["data"]) or _abi_args(ev, topics, log["data"])
+        if extra:
+            args = {**extra, **args}
         if ev.name == "Transfer":
             kind = _transfer_kind(args)
         return ActivityLog(
@@ -132,14 +215,17 @@ def _abi_args(ev: Event, topics: list[str], data: str) -> dict[str, Any]:
     values = ev.decode(topics[1:], data)
     kinds = ev.indexed + ev.data
     return {
-        name: _json_value(name, kind, value)
+        _RENAMED.get(name, name): _json_value(ev.name, name, kind, value)
         for name, kind, value in zip(ev.names, kinds, values, strict=True)
     }
 
 
-def _json_value(name: str, kind: str, value: Any) -> Any:
+def _json_value(event_name: str, name: str, kind: str, value: Any) -> Any:
     if kind.endswith("[]"):
-        return [_json_value(name, kind[:-2], v) for v in value]
+        return [_json_value(event_name, name, kind[:-2], v) for v in value]
+    if event_name == "GlobalPricesUpdated" and name == "timestamp":
+        text = datetime.fromtimestamp(int(value), UTC).isoformat()
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
     if kind == "address":
         return checksum(value)
     if kind.startswith(("uint", "int")):

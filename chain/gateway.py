@@ -131,6 +131,7 @@ class Gateway:
         self._multicall_lock = threading.Lock()
         self._multicall_has_code: bool | None = None
         self._window: LogWindow | None = None
+        self._beacons: dict[str, str] = {}  # coordinator (lower case): its node beacon
 
     @property
     def w3(self) -> Web3:
@@ -422,25 +423,82 @@ class Gateway:
         return result
 
     def activity_logs(
-        self, *, proxy: str, manager: str, coordinator: str, from_block: int, to_block: int
+        self,
+        *,
+        proxy: str,
+        manager: str,
+        coordinator: str,
+        oracle: str = "",
+        beacon: str = "",
+        nodes: dict[str, int] | None = None,
+        from_block: int,
+        to_block: int,
     ) -> list[ActivityLog]:
-        """Every event of extensions.md's table from the LAT's three contracts, in one
-        eth_getLogs, in chain order; logs of other events or contracts are left out."""
-        decode = activity_decoder(
-            {
-                "LiquidToken": proxy,
-                "LiquidTokenManager": manager,
-                "StakerNodeCoordinator": coordinator,
-            }
-        )
+        """Every event of extensions.md's table from the LAT's contracts (its proxies, the
+        node `beacon` and the staker `nodes` {address: id}), in one eth_getLogs, in chain
+        order; logs of other events or contracts are left out.
+
+        A node created in the range (`NodeCreated`) or a beacon registered in it
+        (`NodeImplementationChanged`) emits in the range too: their logs are read by one more
+        eth_getLogs over those addresses only, from the block that made them. `nodes` gains
+        the nodes created (the caller's next range reads them with the others)."""
+        nodes = {} if nodes is None else nodes
+        contracts = {
+            "LiquidToken": proxy,
+            "LiquidTokenManager": manager,
+            "StakerNodeCoordinator": coordinator,
+            "TokenRegistryOracle": oracle,
+        }
+        addresses = [a for a in (proxy, manager, coordinator, oracle, beacon) if a]
         raw_logs = self.logs(
-            address=[proxy, manager, coordinator],
+            address=[*addresses, *nodes],
             topics=[activity_topics()],
             from_block=from_block,
             to_block=to_block,
         )
+        decode = activity_decoder(contracts, nodes=nodes, beacon=beacon)
         logs = [log for log in _decoded(raw_logs, decode, "event logs") if log is not None]
+        known = {a.lower() for a in [*addresses, *nodes]}
+        found: dict[str, int] = {}  # address: the block it was made in
+        created: dict[str, int] = {}
+        new_beacon = ""
+        for log in logs:
+            if log.type == "nodeCreated" and log.args["node"].lower() not in known:
+                created[log.args["node"]] = log.args["nodeId"]
+                found.setdefault(log.args["node"], log.block_number)
+            elif log.type == "nodeImplementationChanged" and not beacon:
+                new_beacon = log.args["beacon"]
+                found.setdefault(new_beacon, log.block_number)
+        if found:
+            more = self.logs(
+                address=list(found),
+                topics=[activity_topics()],
+                from_block=min(found.values()),
+                to_block=to_block,
+            )
+            decode = activity_decoder({}, nodes=created, beacon=new_beacon)
+            logs += [log for log in _decoded(more, decode, "event logs") if log is not None]
+        nodes.update(created)
         return sorted(logs, key=lambda log: log.key)
+
+    def node_beacon(self, coordinator: str, *, block: int) -> str:
+        """The coordinator's staker node beacon (`upgradeableBeacon()`) at `block`, "" when it
+        has none yet or no such function; remembered once known (upstream upgrades the beacon
+        it registered first, never replaces it)."""
+        known = self._beacons.get(coordinator.lower())
+        if known:
+            return known
+        fn = function("StakerNodeCoordinator", "upgradeableBeacon")
+        try:
+            data = self.call(coordinator, fn.encode(), block=block)
+            (beacon,) = fn.decode(data)
+        except (ChainCallReverted, ChainUnavailable):
+            return ""
+        if int(beacon, 16) == 0:
+            return ""
+        beacon = to_checksum_address(beacon)
+        self._beacons[coordinator.lower()] = beacon
+        return beacon
 
     def event_logs(
         self,

@@ -161,6 +161,17 @@ class Event(models.Model):
         NODE_DELEGATED = "nodeDelegated"
         ASSETS_STAKED = "assetsStaked"
         NODE_CREATED = "nodeCreated"
+        PRICES_REFRESHED = "pricesRefreshed"
+        ASSETS_TRANSFERRED = "assetsTransferred"
+        ASSETS_DEPOSITED_TO_EIGENLAYER = "assetsDepositedToEigenlayer"
+        VOLATILITY_THRESHOLD_UPDATED = "volatilityThresholdUpdated"
+        MAX_NODES_UPDATED = "maxNodesUpdated"
+        NODE_IMPLEMENTATION_CHANGED = "nodeImplementationChanged"
+        NODE_UNDELEGATED = "nodeUndelegated"
+        NODE_ASSET_DEPOSITED = "nodeAssetDeposited"
+        TOKEN_RATE_UPDATED = "tokenRateUpdated"
+        GLOBAL_PRICES_UPDATED = "globalPricesUpdated"
+        UPGRADED = "upgraded"
         MINT = "mint"
         BURN = "burn"
 
@@ -171,7 +182,7 @@ class Event(models.Model):
     tx_hash = models.CharField(max_length=66)
     block_hash = models.CharField(max_length=66)
     created_at = models.DateTimeField(help_text="The block's timestamp.")
-    type = models.CharField(max_length=16, choices=Type.choices)
+    type = models.CharField(max_length=32, choices=Type.choices)
     args = models.JSONField(default=dict)
 
     class Meta:

@@ -6,7 +6,7 @@ itself (the serializers in deposits/api describe the same shape for the schema).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -332,19 +332,27 @@ def deposit_total() -> int:
 
 
 def lat_contracts(lat: Lat) -> dict[str, str]:
-    """The three contracts whose events the indexer reads, by their `activity_logs` names."""
+    """The LAT's proxies whose events the indexer reads, by their `activity_logs` names
+    (`oracle` "" where the manifest names none)."""
     return {
         "proxy": lat.proxy_address,
         "manager": lat.proxy_of("liquidTokenManager"),
         "coordinator": lat.proxy_of("stakerNodeCoordinator"),
+        "oracle": lat.contract_deployments.get("proxy", {}).get("tokenRegistryOracle") or "",
     }
 
 
-def shared_log_range(*, lats: Iterable[Lat], head: int, max_range: int) -> tuple[list[str], int]:
-    """For one eth_getLogs over several LATs of a chain up to `head`: the contracts of those
-    whose checkpoint is at most `max_range` blocks behind it (a LAT further behind, or never
-    indexed, reads its own ranges), and the first block one of them has not indexed yet
-    (above `head` when all are there)."""
+def shared_log_range(
+    *,
+    lats: Iterable[Lat],
+    head: int,
+    max_range: int,
+    addresses_of: Callable[[Lat], Iterable[str]],
+) -> tuple[list[str], int]:
+    """For one eth_getLogs over several LATs of a chain up to `head`: the contracts
+    (`addresses_of` a LAT) of those whose checkpoint is at most `max_range` blocks behind it (a
+    LAT further behind, or never indexed, reads its own ranges), and the first block one of
+    them has not indexed yet (above `head` when all are there)."""
     lats = list(lats)
     checkpoints = dict(
         DepositCheckpoint.objects.filter(lat__in=lats).values_list("lat_id", "block_number")
@@ -352,6 +360,6 @@ def shared_log_range(*, lats: Iterable[Lat], head: int, max_range: int) -> tuple
     near = [
         lat for lat in lats if lat.id in checkpoints and head - checkpoints[lat.id] <= max_range
     ]
-    addresses = [address for lat in near for address in lat_contracts(lat).values()]
+    addresses = [address for lat in near for address in addresses_of(lat)]
     first = min((checkpoints[lat.id] + 1 for lat in near), default=head + 1)
     return addresses, first

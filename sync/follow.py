@@ -33,6 +33,7 @@ from typing import Any
 
 from django.conf import settings
 
+from activity.indexer import lat_log_addresses
 from chain.activity import activity_topics
 from chain.errors import ChainUnavailable
 from chain.gateway import gateway_for
@@ -112,12 +113,16 @@ class Follower:
         """One eth_getLogs over the contracts of every LAT of the chain that is near the head,
         for the blocks one of them has not indexed: each LAT's deposits step is answered from
         it (Gateway.shared_logs) instead of asking the node on its own."""
+        gateway = gateway_for(self.chain_id)
         addresses, first = shared_log_range(
-            lats=lats, head=head, max_range=settings.LOG_BLOCK_RANGE
+            lats=lats,
+            head=head,
+            max_range=settings.LOG_BLOCK_RANGE,
+            addresses_of=lambda lat: lat_log_addresses(lat, gateway, block=head),
         )
         if not addresses or first > head:
             return contextlib.nullcontext()
-        return gateway_for(self.chain_id).shared_logs(
+        return gateway.shared_logs(
             addresses=addresses, topics=[activity_topics()], from_block=first, to_block=head
         )
 

@@ -3,10 +3,65 @@ documents them; activity/selectors.py builds the documents in these shapes."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from activity.selectors import FEED_TYPES
+from chain.activity import FEED_ARGS, UPGRADEABLE
+from core.addresses import ADDRESS_PATTERN
 from core.api.fields import AddressOutField, NumberField, UintStringField
+
+_ADDRESS = {"type": "string", "pattern": ADDRESS_PATTERN}
+_UINT = {"type": "string", "pattern": r"^\d+$"}
+_ISO = {"type": "string", "format": "date-time"}
+# The schema of each argument of the feed (by its name in extensions.md's table).
+_ARG_SCHEMAS: dict[str, dict[str, Any]] = {
+    "nodeId": {"type": "integer", "minimum": 0},
+    "decimals": {"type": "integer", "minimum": 0},
+    "assets": {"type": "array", "items": _ADDRESS},
+    "strategies": {"type": "array", "items": _ADDRESS},
+    "amounts": {"type": "array", "items": _UINT},
+    "isInitialRegistration": {"type": "boolean"},
+    "timestamp": _ISO,
+    "contract": {"type": "string", "enum": list(UPGRADEABLE.values())},
+    **{
+        name: _UINT
+        for name in (
+            "amount",
+            "shares",
+            "value",
+            "initialPrice",
+            "volatilityThreshold",
+            "oldPrice",
+            "newPrice",
+            "oldThreshold",
+            "newThreshold",
+            "oldMaxNodes",
+            "newMaxNodes",
+            "oldRate",
+            "newRate",
+        )
+    },
+}
+
+
+def _args_schema(kind: str) -> dict[str, Any]:
+    names = FEED_ARGS[kind]
+    return {
+        "type": "object",
+        "title": kind,
+        "description": f"`args` of a `{kind}` event.",
+        "properties": {name: _ARG_SCHEMAS.get(name, _ADDRESS) for name in names},
+        "required": list(names),
+        "additionalProperties": False,
+    }
+
+
+@extend_schema_field({"anyOf": [_args_schema(kind) for kind in FEED_TYPES]})
+class EventArgsField(serializers.DictField):
+    """`args`: one object per type, as extensions.md's table lists them."""
 
 
 class HolderSerializer(serializers.Serializer):
@@ -33,7 +88,7 @@ class EventSerializer(serializers.Serializer):
     blockTimestamp = serializers.DateTimeField(read_only=True)
     transactionHash = serializers.RegexField(r"^0x[0-9a-fA-F]{64}$", read_only=True)
     logIndex = serializers.IntegerField(read_only=True, min_value=0)
-    args = serializers.DictField(
+    args = EventArgsField(
         read_only=True,
         help_text="The event's arguments under the names of the table in the operation's "
         "description: addresses checksummed, uint256 values as decimal strings, `nodeId` and "

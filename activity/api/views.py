@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from activity import selectors
 from activity.api import serializers as s
-from chain.activity import ACTIVITY_EVENTS
+from chain.activity import ACTIVITY_EVENTS, FEED_ARGS, PROXIES, UPGRADEABLE
 from core.api import cursors
 from core.api.conditional import ConditionalReadMixin
 from core.api.params import (
@@ -73,15 +73,31 @@ class HolderListView(ConditionalReadMixin, APIView):
         return Response({"data": rows, "meta": {"total": total, "skip": skip, "take": take}})
 
 
+_CONTRACT_NAMES = {
+    "StakerNode": "StakerNode (each staker node)",
+    PROXIES: "any of the LAT's proxies, the staker node beacon",
+}
+
+
 def _event_table() -> str:
-    lines = ["| type | contract | event |", "|---|---|---|"]
+    lines = ["| type | contract | event | args |", "|---|---|---|---|"]
     by_type: dict[str, list[tuple[str, str]]] = {}
     for contract, name, kind in ACTIVITY_EVENTS:
         by_type.setdefault(kind, []).append((contract, name))
     for kind, sources in by_type.items():
         names = " or ".join(f"`{name}`" for _, name in sources)
-        lines.append(f"| `{kind}` | {sources[0][0]} | {names} |")
-    return "\n".join(lines)
+        contract = _CONTRACT_NAMES.get(sources[0][0], sources[0][0])
+        args = ", ".join(f"`{arg}`" for arg in FEED_ARGS[kind])
+        lines.append(f"| `{kind}` | {contract} | {names} | {args} |")
+    notes = (
+        "Events a staker node emits carry the node's address (`node`) and id (`nodeId`); a "
+        "node's own `DelegatedToOperator` is the manager's `nodeDelegated` and is not listed "
+        "twice. `upgraded`'s `contract` names the contract upgraded: "
+        + ", ".join(f"`{name}`" for name in UPGRADEABLE.values())
+        + " (the node beacon upgrades every staker node). `globalPricesUpdated`'s `timestamp` "
+        "is ISO 8601."
+    )
+    return "\n".join(lines) + "\n\n" + notes
 
 
 _ONE_TYPE = "(" + "|".join(selectors.FEED_TYPES) + ")"

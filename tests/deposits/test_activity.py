@@ -19,6 +19,8 @@ from django.core.management import call_command
 from activity import indexer as services
 from activity import selectors as activity_selectors
 from deposits.models import DepositCheckpoint, Holder, HolderBucket, HolderTally
+from lats.models import Lat
+from operators.models import StakerNode
 from tests.chainreads import chain_balances, chain_events
 from tests.deposits.test_holder_rank import key_by_digits
 from tests.served import served_events, served_holders
@@ -286,3 +288,130 @@ def test_ranges_read_ahead_are_stored_together_as_the_chain_has_them(synced, api
     assert_holders_equal_the_chain(chain, api, manifest)
     lat = manifest["proxyAddress"]
     assert served_events(api, lat) == expected_feed(chain, manifest, indexed_block(manifest))
+
+
+ZERO = "0x" + "0" * 40
+# The types extensions.md's table gained with upstream's events.
+UPSTREAM_TYPES = {
+    "pricesRefreshed",
+    "assetsTransferred",
+    "assetsDepositedToEigenlayer",
+    "volatilityThresholdUpdated",
+    "maxNodesUpdated",
+    "nodeImplementationChanged",
+    "nodeUndelegated",
+    "nodeAssetDeposited",
+    "tokenRateUpdated",
+    "globalPricesUpdated",
+    "upgraded",
+}
+
+
+def deploy(chain, name: str) -> str:
+    """A new implementation of one of the devnet's contracts."""
+    from devchain import compile as chain_compile
+
+    artifact = chain_compile.load_build()["contracts"][name]
+    factory = chain.w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
+    return send(chain, factory.constructor(), chain.account(0))["contractAddress"]
+
+
+def act_upstream(chain, manifest) -> dict[str, Any]:
+    """Every event upstream emits beyond the first table: a deposit while prices are stale,
+    a node created, delegated and staked to in one indexed range (its events before the
+    service stores it), a stored node undelegated, a threshold and max-nodes update, an
+    upgrade of the LAT's proxy and of the node beacon."""
+    proxies = manifest["contractDeployments"]["proxy"]
+    lt = chain.contract("LiquidToken", manifest["proxyAddress"])
+    ltm = chain.contract("LiquidTokenManager", proxies["liquidTokenManager"]["address"])
+    coordinator = chain.contract(
+        "StakerNodeCoordinator", proxies["stakerNodeCoordinator"]["address"]
+    )
+    oracle = chain.contract("TokenRegistryOracle", proxies["tokenRegistryOracle"]["address"])
+    owner, sender = chain.account(0), chain.account(11)
+    token_address = manifest["tokens"][0]["address"]
+    token = chain.contract("TestERC20", token_address)
+    amount = 2 * 10 ** token.functions.decimals().call()
+
+    # A deposit while prices are stale: the deposit refreshes every price first.
+    chain.rpc("evm_increaseTime", 86_401)
+    chain.rpc("evm_mine")
+    assert oracle.functions.arePricesStale().call() is True
+    send(chain, token.functions.mint(sender, amount), sender)
+    send(chain, token.functions.approve(lt.address, amount), sender)
+    send(chain, lt.functions.deposit([token_address], [amount], sender), sender)
+
+    # A stored node that is delegated, undelegated.
+    nodes = coordinator.functions.getAllNodes().call()
+    delegated = [
+        chain.contract("StakerNode", n).functions.getId().call()
+        for n in nodes
+        if chain.contract("StakerNode", n).functions.getOperatorDelegation().call() != ZERO
+    ]
+    send(chain, ltm.functions.undelegateNodes(delegated[:1]), owner)
+
+    # A new node, delegated and staked to.
+    send(chain, coordinator.functions.createStakerNode(), owner)
+    node_id = coordinator.functions.getStakerNodesCount().call() - 1
+    delegate = ltm.functions.delegateNodes([node_id], [chain.account(4)], [(b"", 0)], [bytes(32)])
+    send(chain, delegate, owner)
+    send(chain, ltm.functions.stakeAssetsToNode(node_id, [token_address], [amount]), owner)
+
+    send(chain, ltm.functions.setVolatilityThreshold(token_address, 5 * 10**16), owner)
+    max_nodes = coordinator.functions.maxNodes().call()
+    send(chain, coordinator.functions.setMaxNodes(max_nodes + 3), owner)
+
+    # Upgrades: the LAT's proxy (through its ProxyAdmin) and the staker node beacon.
+    published = next(p for p in chain.published if p["proxyAddress"] == manifest["proxyAddress"])
+    proxy_admin = chain.contract("ProxyAdmin", published["proxyAdminAddress"])
+    admin_owner = proxy_admin.functions.owner().call()
+    send(
+        chain, proxy_admin.functions.upgrade(lt.address, deploy(chain, "LiquidToken")), admin_owner
+    )
+    node_implementation = deploy(chain, "StakerNode")
+    send(chain, coordinator.functions.upgradeStakerNodeImplementation(node_implementation), owner)
+    return {
+        "undelegated": delegated[0],
+        "node_id": node_id,
+        "node_implementation": node_implementation,
+    }
+
+
+def test_upstream_events_equal_the_chain(synced, api):
+    chain, manifest = synced, synced.lat("latETH")
+    lat = manifest["proxyAddress"]
+    done = act_upstream(chain, manifest)
+    # The events first, before the state step stores the new node: its logs are found from
+    # its NodeCreated in the same range.
+    record = Lat.objects.get(proxy_address=lat)
+    assert not StakerNode.objects.filter(lat=record, node_id=done["node_id"]).exists()
+    services.deposit_index(lat=record)
+    assert not StakerNode.objects.filter(lat=record, node_id=done["node_id"]).exists()
+    block = indexed_block(manifest)
+    assert block == chain.w3.eth.block_number
+    feed = expected_feed(chain, manifest, block)
+    kinds = {e["type"] for e in feed}
+    assert kinds >= UPSTREAM_TYPES
+    assert served_events(api, lat, take=50) == feed
+
+    # What each new kind says, beyond the equality with web3's logs.
+    upgraded = {e["args"]["contract"] for e in feed if e["type"] == "upgraded"}
+    assert {"liquidToken", "stakerNode"} <= upgraded
+    beacon_upgrade = next(
+        e for e in feed if e["type"] == "upgraded" and e["args"]["contract"] == "stakerNode"
+    )
+    assert beacon_upgrade["args"]["implementation"] == done["node_implementation"]
+    (undelegated,) = [e for e in feed if e["type"] == "nodeUndelegated"]
+    assert undelegated["args"]["nodeId"] == done["undelegated"]
+    new_node = next(e for e in feed if e["type"] == "nodeAssetDeposited")
+    assert new_node["args"]["nodeId"] == done["node_id"]
+    refreshed = next(e for e in feed if e["type"] == "globalPricesUpdated")
+    assert refreshed["args"]["timestamp"] == iso(
+        chain.w3.eth.get_block(refreshed["blockNumber"])["timestamp"]
+    )
+
+    # The type filter takes the new types.
+    wanted = [e for e in feed if e["type"] in ("upgraded", "nodeUndelegated", "tokenRateUpdated")]
+    served = served_events(api, lat, take=3, type="upgraded,nodeUndelegated,tokenRateUpdated")
+    assert served == wanted
+    assert api.get(f"/lat/{lat}/events", {"type": "delegatedToOperator"}).status_code == 422

@@ -76,23 +76,45 @@ def _wait(w3, tx_hash):
 
 
 def lat_contracts(lat) -> dict[str, str]:
-    """The LAT's three contracts the indexer reads, by contract name."""
-    names = ("LiquidTokenManager", "StakerNodeCoordinator")
+    """The LAT's proxies the indexer reads, by contract name."""
+    names = ("LiquidTokenManager", "StakerNodeCoordinator", "TokenRegistryOracle")
+    proxies = lat.contract_deployments.get("proxy", {})
     return {
         "LiquidToken": lat.proxy_address,
-        **{n: lat.proxy_of(n[0].lower() + n[1:]) for n in names},
+        **{n: proxies[key] for n in names if (key := n[0].lower() + n[1:]) in proxies},
     }
 
 
-def logs_ceiling(rpc: str, contracts: dict, start: int, head: int, decode, span: int):
-    """eth_getLogs of the LAT's contracts and the feed's topics over ranges of `span` blocks
-    (as the indexer asks), the JSON parsed (each log decoded with `decode`): events and seconds."""
+def lat_emitters(rpc: str, lat) -> dict[str, list[str]]:
+    """Every address whose events the indexer reads for the LAT, by ABI name: its proxies,
+    its staker nodes and the node beacon (read from the coordinator at the head)."""
+    from chain.abi import function
+    from chain.gateway import gateway_for_url
+
+    gateway = gateway_for_url(rpc, timeout=300)
+    head = gateway.head().number
+    proxies = lat_contracts(lat)
+    coordinator = proxies["StakerNodeCoordinator"]
+    all_nodes = function("StakerNodeCoordinator", "getAllNodes")
+    (nodes,) = all_nodes.decode(gateway.call(coordinator, all_nodes.encode(), block=head))
+    beacon = gateway.node_beacon(coordinator, block=head)
+    return {
+        **{name: [address] for name, address in proxies.items()},
+        "StakerNode": list(nodes),
+        "TransparentUpgradeableProxy": [*proxies.values(), *([beacon] if beacon else [])],
+    }
+
+
+def logs_ceiling(rpc: str, addresses: list[str], start: int, head: int, decode, span: int):
+    """eth_getLogs of the LAT's contracts (`addresses`) and the feed's topics over ranges of
+    `span` blocks (as the indexer asks), the JSON parsed (each log decoded with `decode`):
+    events and seconds."""
     import requests
 
     from chain.activity import activity_topics
 
     session, logs, began = requests.Session(), 0, time.perf_counter()
-    query = {"address": list(contracts.values()), "topics": [activity_topics()]}
+    query = {"address": addresses, "topics": [activity_topics()]}
     for block in range(start, head + 1, span):
         query |= {"fromBlock": hex(block), "toBlock": hex(min(block + span - 1, head))}
         result = bench.rpc(rpc, "eth_getLogs", query, session=session)
@@ -117,11 +139,17 @@ def probe(rpc: str, manifest_path: str, span: str, decoded: str = "") -> dict:
 
     manifest = manifest_parse(json.loads(Path(manifest_path).read_text()), source=manifest_path)
     (lat,) = lat_import_manifests(manifests=[manifest])
-    head, contracts = gateway_for_url(rpc, timeout=300).head().number, lat_contracts(lat)
+    head, emitters = gateway_for_url(rpc, timeout=300).head().number, lat_emitters(rpc, lat)
+    nodes = {address: i for i, address in enumerate(emitters["StakerNode"])}
+    proxies = lat_contracts(lat)
+    upgradeable = emitters["TransparentUpgradeableProxy"]
+    beacon = next((a for a in upgradeable if a not in proxies.values()), "")
+    decoder = activity_decoder(proxies, nodes=nodes, beacon=beacon)
+    addresses = list(dict.fromkeys(a for group in emitters.values() for a in group))
     out: dict = {"blocks": head - lat.deployment_block + 1, "indexer": []}
-    decoders = {"ceiling": None} | ({"decoded": activity_decoder(contracts)} if decoded else {})
+    decoders = {"ceiling": None} | ({"decoded": decoder} if decoded else {})
     for kind, decode in decoders.items():
-        args = (rpc, contracts, lat.deployment_block, head, decode, int(span))
+        args = (rpc, addresses, lat.deployment_block, head, decode, int(span))
         out[kind] = [logs_ceiling(*args) for _ in range(2)]
     for _ in range(2):
         lat.delete()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import bench
 from bench import REPO, dataset, load
-from bench.activity_chain import SPAN, generate, lat_contracts
+from bench.activity_chain import SPAN, generate, lat_emitters
 from bench.context import QUIET_CORES, Context, Processes, SectionResult, wait_until
 from bench.sections.activity import CHAIN_EVENTS
 
@@ -153,7 +153,8 @@ def probe(rpc: str, manifest_path: str) -> dict:
     deposit_index(lat=lat, max_range=SPAN)
     seconds, cpu = time.perf_counter() - began, time.process_time() - cpu0
     db = load.ticks(backends(connection.cursor(), name))
-    holders, contracts = Holder.objects.filter(lat=lat, balance__gt=0), lat_contracts(lat)
+    # Each ABI's addresses (Ponder takes a list): the proxies, the staker nodes, the beacon.
+    holders, contracts = Holder.objects.filter(lat=lat, balance__gt=0), lat_emitters(rpc, lat)
     abi = {n: json.loads((ABI_DIR / f"{n}.json").read_text()) for n in contracts}
     setup = {"chainId": lat.chain_id, "startBlock": lat.deployment_block, "table": ACTIVITY_EVENTS}
     setup["contracts"] = {n: [a, abi[n]] for n, a in contracts.items()}

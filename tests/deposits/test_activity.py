@@ -377,15 +377,41 @@ def act_upstream(chain, manifest) -> dict[str, Any]:
     }
 
 
-def test_upstream_events_equal_the_chain(synced, api):
+def test_upstream_events_equal_the_chain(synced, api, monkeypatch):
+    from chain.activity import activity_topics
+    from chain.gateway import Gateway
+
     chain, manifest = synced, synced.lat("latETH")
+    reads: list[list[str]] = []
+    real = Gateway._get_logs
+
+    def recorded(self, address, topics, from_block, to_block):
+        if topics == [activity_topics()]:
+            reads.append(address)
+        return real(self, address, topics, from_block, to_block)
+
     lat = manifest["proxyAddress"]
     done = act_upstream(chain, manifest)
     # The events first, before the state step stores the new node: its logs are found from
     # its NodeCreated in the same range.
     record = Lat.objects.get(proxy_address=lat)
     assert not StakerNode.objects.filter(lat=record, node_id=done["node_id"]).exists()
+    monkeypatch.setattr(Gateway, "_get_logs", recorded)
     services.deposit_index(lat=record)
+    monkeypatch.undo()
+    # One eth_getLogs over the LAT's contracts and stored nodes, one more over the new node
+    # only (no read per log).
+    new_node = (
+        chain.contract(
+            "StakerNodeCoordinator",
+            manifest["contractDeployments"]["proxy"]["stakerNodeCoordinator"]["address"],
+        )
+        .functions.getNodeById(done["node_id"])
+        .call()
+    )
+    assert len(reads) == 2
+    assert new_node.lower() not in {a.lower() for a in reads[0]}
+    assert [a.lower() for a in reads[1]] == [new_node.lower()]
     assert not StakerNode.objects.filter(lat=record, node_id=done["node_id"]).exists()
     block = indexed_block(manifest)
     assert block == chain.w3.eth.block_number

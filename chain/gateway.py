@@ -14,12 +14,12 @@ import contextlib
 import functools
 import queue
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from eth_utils import to_checksum_address
 
-from chain import depositcall
+from chain import depositcall, reverts
 from chain.abi import Function, decode_revert, event, function
 from chain.activity import ActivityLog, activity_decoder, activity_topics
 from chain.deadline import DeadlineClient
@@ -42,6 +42,29 @@ if TYPE_CHECKING:
     from web3 import Web3
 
 MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11"
+EIP1967_IMPLEMENTATION_SLOT = 0x360894A13BA1A3210667C828492DB98DCA3E2076CC3735A920A3CA505D382BBC
+
+# The views chain.md names that older deployments lack (its "Older deployments"), by the name
+# the service records them under: tags up to v1.0.2 (and Holesky v1) have no
+# LiquidToken.tokenRegistryOracle() and an oracle without arePricesStale() and
+# lastPriceUpdate(). The state read calls no other view that some deployment lacks: the
+# LiquidTokenManager's getDepositAssetBalance/getWithdrawableAssetBalance (getStakedAssetBalance
+# up to v1.0.6) are not read, the nodes' stakes come from the DelegationManager and strategies.
+LT_ORACLE = "LiquidToken.tokenRegistryOracle()"
+ORACLE_STALE = "TokenRegistryOracle.arePricesStale()"
+ORACLE_LAST_UPDATE = "TokenRegistryOracle.lastPriceUpdate()"
+OPTIONAL_FUNCTIONS = {
+    LT_ORACLE: ("LiquidToken", "tokenRegistryOracle"),
+    ORACLE_STALE: ("TokenRegistryOracle", "arePricesStale"),
+    ORACLE_LAST_UPDATE: ("TokenRegistryOracle", "lastPriceUpdate"),
+}
+
+
+def optional_function(name: str) -> Function:
+    """The Function of an `OPTIONAL_FUNCTIONS` name."""
+    return function(*OPTIONAL_FUNCTIONS[name])
+
+
 T = TypeVar("T")
 
 Call = tuple[str, Function, tuple]  # (to, function, arguments)
@@ -265,15 +288,43 @@ class Gateway:
 
     # LAT state ------------------------------------------------------------------------------
 
-    def read_lat(self, *, proxy: str, manager: str, coordinator: str, block: Block) -> LatState:
-        name, symbol, total_assets, total_supply, paused, tokens, max_nodes, nodes, oracle = (
-            r[0] for r in self._strict(_lat_calls(proxy, manager, coordinator), block=block.number)
-        )
+    def read_lat(
+        self,
+        *,
+        proxy: str,
+        manager: str,
+        coordinator: str,
+        block: Block,
+        oracle: str = "",
+        missing: Collection[str] = frozenset(),
+    ) -> LatState:
+        """The LAT, its manager's tokens and its coordinator's nodes at the block, in two
+        batches. `missing` names the optional functions (`OPTIONAL_FUNCTIONS`) the deployment
+        lacks (lats/functions.py detects them): they are not called and what they feed is
+        None. `oracle` is the price oracle whose views `missing` speaks of: the LAT's
+        `tokenRegistryOracle()` where it has the view, else the manifest's. Where the LAT names
+        another, its views are not read here (staleness and last update None, `oracle` the one
+        named: the caller detects its functions and calls `read_oracle`). A function called
+        here that reverts fails the read, as any other."""
+        with_oracle_view = LT_ORACLE not in missing
+        first = [r[0] for r in self._strict(
+            _lat_calls(proxy, manager, coordinator, with_oracle=with_oracle_view),
+            block=block.number,
+        )]  # fmt: skip
+        name, symbol, total_assets, total_supply, paused, tokens, max_nodes, nodes = first[:8]
+        detected_for = oracle
+        if with_oracle_view:
+            oracle = to_checksum_address(first[8])
         tokens = [to_checksum_address(t) for t in tokens]
+        # Views of an oracle other than the one `missing` was detected for are left to the
+        # caller (read_oracle, once it has detected that one's).
+        same = bool(oracle) and detected_for.lower() == oracle.lower()
+        oracle_calls = _oracle_calls(oracle, missing) if same else []
         answers = self.multicall(
-            _token_calls(proxy, manager, tokens) + _oracle_calls(oracle), block=block.number
+            _token_calls(proxy, manager, tokens) + oracle_calls, block=block.number
         )
-        stale, last_update = (_optional(a) for a in answers[-2:])
+        token_answers = answers[: len(answers) - len(oracle_calls)]
+        stale, last_update = _oracle_values(oracle_calls, answers[len(token_answers) :])
         return LatState(
             block=block,
             name=name,
@@ -282,11 +333,81 @@ class Gateway:
             total_supply=int(total_supply),
             paused=bool(paused),
             max_nodes=int(max_nodes),
-            tokens=_token_states(tokens, answers[:-2]),
+            tokens=_token_states(tokens, token_answers),
             nodes=tuple(to_checksum_address(n) for n in nodes),
-            prices_stale=None if stale is None else bool(stale),
-            last_price_update=None if last_update is None else int(last_update),
+            prices_stale=stale,
+            last_price_update=last_update,
+            oracle=oracle,
         )
+
+    def read_oracle(
+        self, *, oracle: str, block: Block, missing: Collection[str] = frozenset()
+    ) -> tuple[bool | None, int | None]:
+        """The oracle's `arePricesStale()` and `lastPriceUpdate()` at the block (None for those
+        `missing` names, or without an oracle)."""
+        calls = _oracle_calls(oracle, missing)
+        return _oracle_values(calls, self._strict(calls, block=block.number) if calls else [])
+
+    # optional functions ---------------------------------------------------------------------
+
+    def implementations(self, proxies: Sequence[str], *, block: Block) -> dict[str, str]:
+        """Each address's implementation from its EIP-1967 slot (one JSON-RPC batch of
+        eth_getStorageAt); an address whose slot is empty (not such a proxy) is its own."""
+        wanted = list(dict.fromkeys(to_checksum_address(p) for p in proxies))
+        answers = self.transport.batch(
+            [
+                ("eth_getStorageAt", [p, hex(EIP1967_IMPLEMENTATION_SLOT), hex(block.number)])
+                for p in wanted
+            ]
+        )
+        out: dict[str, str] = {}
+        for proxy, answer in zip(wanted, answers, strict=True):
+            if isinstance(answer, Exception):
+                raise answer
+            word = int.from_bytes(hex_bytes(answer, "eth_getStorageAt"), "big")
+            out[proxy] = to_checksum_address(f"0x{word:040x}") if word else proxy
+        return out
+
+    def missing_functions(
+        self, *, address: str, implementation: str, names: Sequence[str], block: Block
+    ) -> set[str]:
+        """Which of the views `names` (`OPTIONAL_FUNCTIONS` keys, all of one contract at
+        `address`) the contract lacks, each called alone at the block with a plain eth_call
+        (never through Multicall3, whose answer for a failed call carries no node message),
+        beside the implementation's code, in one JSON-RPC batch.
+
+        A view is missing where its call reverts without data (what a Solidity contract
+        without the selector and without a fallback answers, through a proxy too) or answers
+        nothing (no code at `address`), and the implementation's code does not hold its
+        selector (every Solidity dispatcher compares the selector as a PUSH4 immediate).
+        An empty revert of a view whose selector is in the code is a real failure (out of
+        gas, a bare `require`, a call into no code inside the view): it is raised, and
+        nothing is remembered. A revert with data means the function is there."""
+        fns = [optional_function(name) for name in names]
+        calls: list[tuple[str, list[Any]]] = [
+            ("eth_call", [{"to": address, "data": "0x" + fn.encode().hex()}, hex(block.number)])
+            for fn in fns
+        ]
+        calls.append(("eth_getCode", [implementation, hex(block.number)]))
+        *answers, code_answer = self.transport.batch(calls)
+        if isinstance(code_answer, Exception):
+            raise code_answer
+        code = hex_bytes(code_answer, "eth_getCode")
+        missing = set()
+        for name, fn, answer in zip(names, fns, answers, strict=True):
+            if isinstance(answer, ChainCallReverted):
+                if answer.revert is not None and answer.revert.kind != reverts.EMPTY:
+                    continue  # it exists, and reverted with a reason
+            elif isinstance(answer, Exception):
+                raise answer
+            elif hex_bytes(answer, "eth_call"):
+                continue  # it answered
+            if code and fn.selector in code:
+                raise ChainCallReverted(
+                    f"{name} reverted without data although {implementation} has it"
+                )
+            missing.add(name)
+        return missing
 
     def read_nodes(
         self,
@@ -620,11 +741,11 @@ def _prices_stale(answer: Any) -> bool | None:
 # --- the calls of read_lat and read_nodes, and their answers as results -----------------------
 
 
-def _lat_calls(proxy: str, manager: str, coordinator: str) -> list[Call]:
+def _lat_calls(proxy: str, manager: str, coordinator: str, *, with_oracle: bool) -> list[Call]:
     """name, symbol, totalAssets, totalSupply, paused, supported tokens, maxNodes, nodes,
-    the price oracle."""
+    and the price oracle where the LAT has the view."""
     lt = "LiquidToken"
-    return [
+    calls: list[Call] = [
         (proxy, function(lt, "name"), ()),
         (proxy, function(lt, "symbol"), ()),
         (proxy, function(lt, "totalAssets"), ()),
@@ -633,8 +754,10 @@ def _lat_calls(proxy: str, manager: str, coordinator: str) -> list[Call]:
         (manager, function("LiquidTokenManager", "getSupportedTokens"), ()),
         (coordinator, function("StakerNodeCoordinator", "maxNodes"), ()),
         (coordinator, function("StakerNodeCoordinator", "getAllNodes"), ()),
-        (proxy, function(lt, "tokenRegistryOracle"), ()),
     ]
+    if with_oracle:
+        calls.append((proxy, function(lt, "tokenRegistryOracle"), ()))
+    return calls
 
 
 def _token_states(
@@ -649,13 +772,29 @@ def _token_states(
     )
 
 
-def _oracle_calls(oracle: str) -> list[Call]:
-    """The price oracle's staleness and last update (None where a deployment's oracle has no
-    such view)."""
+def _oracle_calls(oracle: str, missing: Collection[str]) -> list[Call]:
+    """The price oracle's staleness and last update, those the deployment has (none without
+    an oracle)."""
+    if not oracle or int(oracle, 16) == 0:
+        return []
     return [
-        (oracle, function("TokenRegistryOracle", "arePricesStale"), ()),
-        (oracle, function("TokenRegistryOracle", "lastPriceUpdate"), ()),
+        (oracle, optional_function(name), ())
+        for name in (ORACLE_STALE, ORACLE_LAST_UPDATE)
+        if name not in missing
     ]
+
+
+def _oracle_values(
+    calls: Sequence[Call], answers: Sequence[tuple | ChainCallReverted]
+) -> tuple[bool | None, int | None]:
+    """(arePricesStale, lastPriceUpdate) from the answers to `_oracle_calls`; None for a view
+    not called. A revert of one called is raised: the deployment has it (lats/functions.py),
+    so its failure is real."""
+    values: dict[str, Any] = {}
+    for (_, fn, _), answer in zip(calls, answers, strict=True):
+        values[fn.name] = _required(answer)[0]
+    stale, last = values.get("arePricesStale"), values.get("lastPriceUpdate")
+    return (None if stale is None else bool(stale)), (None if last is None else int(last))
 
 
 def _flat(values: tuple) -> tuple:

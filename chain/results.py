@@ -52,6 +52,8 @@ class LatState:
     # oracle does not answer them.
     prices_stale: bool | None = None
     last_price_update: int | None = None
+    # The price oracle read from (the LAT's tokenRegistryOracle(), else the manifest's); "".
+    oracle: str = ""
 
 
 @dataclass(frozen=True)

@@ -204,6 +204,13 @@ class Lat(models.Model):
         "while unknown (a token without a price feed): the LAT's values in ETH are then null.",
     )
     apys = models.JSONField(default=dict, blank=True, editable=False)
+    # The price oracle the state refresh read last: the LAT's tokenRegistryOracle(), else (a
+    # deployment without that view) the manifest's tokenRegistryOracle proxy; "" when none.
+    price_oracle = AddressField(blank=True, default="", editable=False)
+    # The functions chain.md names that this deployment lacks ("LiquidToken.tokenRegistryOracle()",
+    # ...), as the state refresh last found them (lats/functions.py); the values they feed are
+    # null. Shown on the sync status (admin) and in /health's gaps.
+    missing_functions = models.JSONField(default=list, blank=True, editable=False)
     state_block = models.PositiveBigIntegerField(
         null=True, blank=True, editable=False, help_text="Block the stored state was read at."
     )
@@ -381,3 +388,32 @@ class ChainHead(models.Model):
 
     def __str__(self) -> str:
         return f"chain {self.chain_id} @ {self.block_number}"
+
+
+class ImplementationFunctions(models.Model):
+    """Which of the functions the state refresh calls an implementation lacks, detected once per
+    (chain, implementation address) and reused by every LAT whose proxy points at it; a proxy
+    upgraded to another implementation is detected again (lats/functions.py)."""
+
+    chain_id = models.PositiveBigIntegerField()
+    implementation = AddressField()
+    contract = models.CharField(max_length=64, help_text="LiquidToken, TokenRegistryOracle, ...")
+    # The probed functions' signatures, and those of them found missing.
+    probed = models.JSONField(default=list)
+    missing = models.JSONField(default=list)
+    detected_at = models.DateTimeField(auto_now_add=True)
+    detected_block = models.PositiveBigIntegerField()
+
+    class Meta:
+        verbose_name = "implementation's functions"
+        verbose_name_plural = "implementations' functions"
+        ordering = ("chain_id", "implementation", "contract")
+        constraints = [
+            models.UniqueConstraint(
+                fields=("chain_id", "implementation", "contract"),
+                name="implfunctions_chain_impl_contract_uniq",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.contract} at {self.implementation}"

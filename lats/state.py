@@ -6,16 +6,17 @@ The state job (`sync/refresh.py`) reads this and the LAT's staker nodes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from django.utils import timezone
 
 from chain.errors import ChainError
-from chain.gateway import Gateway
+from chain.gateway import LT_ORACLE, Gateway
 from chain.results import Block, LatState, block_time
 from core.addresses import is_beacon_chain_eth
 from core.db import model_update
 from lats.checks import check_chain, check_not_behind
+from lats.functions import LIQUID_TOKEN_OPTIONAL, ORACLE_OPTIONAL, functions_missing
 from lats.models import Lat, LatToken, PriceFeed, Token
 from lats.networks import READ_FROM_MANAGER
 from lats.values import WAD
@@ -39,6 +40,8 @@ class LatReading:
     state: LatState
     # Whether the EigenLayer contracts the manager names differ from those stored.
     core_changed: bool = False
+    # The optional functions the deployment lacks (lats/functions.py), sorted.
+    missing: list[str] = field(default_factory=list)
 
 
 def lat_read_state(*, lat: Lat, gateway: Gateway) -> LatReading:
@@ -55,12 +58,7 @@ def lat_read_state(*, lat: Lat, gateway: Gateway) -> LatReading:
     block = gateway.head()
     check_not_behind(block, lat.state_block, "the block of the stored state")
     manager = lat.proxy_of("liquidTokenManager")
-    state = gateway.read_lat(
-        proxy=lat.proxy_address,
-        manager=manager,
-        coordinator=lat.proxy_of("stakerNodeCoordinator"),
-        block=block,
-    )
+    state, missing = _read_lat(lat, gateway, manager, block)
     core_changed = False
     named = {name: getattr(lat, Lat.OVERRIDE_FIELDS[name]) for name in READ_FROM_MANAGER}
     presets = lat.eigenlayer_preset
@@ -74,7 +72,53 @@ def lat_read_state(*, lat: Lat, gateway: Gateway) -> LatReading:
             "eigenlayer.delegationManager and admin name none, and the LiquidTokenManager's "
             "delegationManager() does not answer): the staker nodes cannot be read"
         )
-    return LatReading(block=block, state=state, core_changed=core_changed)
+    return LatReading(block=block, state=state, core_changed=core_changed, missing=sorted(missing))
+
+
+def _read_lat(lat: Lat, gateway: Gateway, manager: str, block: Block) -> tuple[LatState, set[str]]:
+    """The LAT's state, reading only the optional functions its deployment has (detected once
+    per implementation: lats/functions.py), and the set of those it lacks.
+
+    The price oracle is the LAT's `tokenRegistryOracle()`, else (a deployment without that
+    view) the manifest's `tokenRegistryOracle` proxy; its views are detected on the oracle read
+    last time (else the manifest's), and once more when the LAT names another."""
+    manifest_oracle = lat.contract_deployments.get("proxy", {}).get("tokenRegistryOracle") or ""
+    guess = lat.price_oracle or manifest_oracle
+    impls = gateway.implementations([lat.proxy_address, *([guess] if guess else [])], block=block)
+
+    def detect(contract: str, address: str, names: tuple[str, ...]) -> set[str]:
+        if not address or int(address, 16) == 0:
+            return set(names)  # no oracle at all: what its views feed is unknown
+        implementation = impls.get(address) or next(
+            iter(gateway.implementations([address], block=block).values())
+        )
+        return functions_missing(
+            gateway=gateway,
+            chain_id=lat.chain_id,
+            contract=contract,
+            address=address,
+            implementation=implementation,
+            names=names,
+            block=block,
+        )
+
+    missing = detect("LiquidToken", lat.proxy_address, LIQUID_TOKEN_OPTIONAL)
+    if LT_ORACLE in missing:
+        guess = manifest_oracle
+    oracle_missing = detect("TokenRegistryOracle", guess, ORACLE_OPTIONAL)
+    state = gateway.read_lat(
+        proxy=lat.proxy_address,
+        manager=manager,
+        coordinator=lat.proxy_of("stakerNodeCoordinator"),
+        block=block,
+        oracle=guess,
+        missing=missing | oracle_missing,
+    )
+    if state.oracle.lower() != guess.lower():  # the LAT names an oracle not detected yet
+        oracle_missing = detect("TokenRegistryOracle", state.oracle, ORACLE_OPTIONAL)
+        stale, last = gateway.read_oracle(oracle=state.oracle, block=block, missing=oracle_missing)
+        state = replace(state, prices_stale=stale, last_price_update=last)
+    return state, missing | oracle_missing
 
 
 def lat_store_state(*, lat: Lat, reading: LatReading, gateway: Gateway) -> int:
@@ -85,7 +129,7 @@ def lat_store_state(*, lat: Lat, reading: LatReading, gateway: Gateway) -> int:
     if reading.core_changed:
         lat.save(update_fields=["eigenlayer_from_chain"])
         changed += 1
-    return changed + _store_lat(lat, reading.state, unit_price)
+    return changed + _store_lat(lat, reading.state, unit_price, reading.missing)
 
 
 def lat_state_stored(*, lat: Lat, block: Block, changed: int) -> None:
@@ -109,8 +153,10 @@ def _unit_eth_price(lat: Lat, gateway: Gateway, block: Block) -> int | None:
     return answer * WAD // 10**decimals
 
 
-def _store_lat(lat: Lat, state: LatState, unit_price: int | None) -> int:
+def _store_lat(lat: Lat, state: LatState, unit_price: int | None, missing: list[str]) -> int:
     values = {
+        "price_oracle": state.oracle,
+        "missing_functions": missing,
         "name": state.name,
         "symbol": state.symbol,
         "total_assets": state.total_assets,

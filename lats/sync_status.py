@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from chain.results import Block
 from core.addresses import is_beacon_chain_eth
+from lats.functions import FEEDS as MISSING_FEEDS
 from lats.models import ChainHead, Lat, PriceFeed, SyncStatus
 from lats.networks import NEEDED_FOR, READ_FROM_MANAGER
 
@@ -98,8 +99,9 @@ def sync_status_recording(*, lat: Lat, job: str) -> Iterator[None]:
 def lat_gaps(*, lat: Lat, feeds: set[tuple[int, str]] | None = None) -> list[str]:
     """What the service cannot know of the LAT until staff (or a manifest) tell it, in words
     for ops (admin's sync status, `/health`): a unit of account without a price feed, an
-    EigenLayer core contract named nowhere. `feeds` are the (chain id, token) pairs that have a
-    price feed; read here when not given."""
+    EigenLayer core contract named nowhere, a function chain.md names that the deployment
+    lacks (as the state refresh last found: lats/functions.py). `feeds` are the (chain id,
+    token) pairs that have a price feed; read here when not given."""
     gaps = []
     if not is_beacon_chain_eth(lat.base_asset):
         if feeds is None:
@@ -120,4 +122,7 @@ def lat_gaps(*, lat: Lat, feeds: set[tuple[int, str]] | None = None) -> list[str
         if name in READ_FROM_MANAGER:
             where += ", and the LiquidTokenManager has not named one (yet: the state job reads it)"
         gaps.append(f"{name} unknown ({where}): {NEEDED_FOR[name]} unknown")
+    for name in lat.missing_functions or []:
+        unknown = MISSING_FEEDS.get(name, "what it feeds null")
+        gaps.append(f"{name} missing on this deployment (an older one): {unknown}")
     return gaps

@@ -177,7 +177,10 @@ class HealthLatSerializer(serializers.Serializer):
         help_text="What the service cannot know of the LAT until staff or its manifest say: a "
         "unit of account without a price feed (its values in ETH unknown), an EigenLayer core "
         "contract that no network preset, manifest or admin override names (the APY from "
-        "rewards, operator splits or AVS metadata unknown). Empty when nothing is missing; "
+        "rewards, operator splits or AVS metadata unknown), a function chain.md names that "
+        "the deployment lacks (an older one: `LiquidToken.tokenRegistryOracle()`, "
+        "`TokenRegistryOracle.arePricesStale()`, `TokenRegistryOracle.lastPriceUpdate()`; "
+        "what it feeds is null). Empty when nothing is missing; "
         "it does not change `status`.",
     )
 

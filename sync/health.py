@@ -28,8 +28,8 @@ CHAIN_CONFIRMATIONS blocks behind the head); `lagBlocks` = the chain's `lastHead
 (null while either never succeeded). A LAT lags when `lagSeconds` is null or above
 SYNC_LAG_ALERT_SECONDS. `gaps` lists what the service cannot know of the LAT until staff or a
 manifest tell it (`lats.sync_status.lat_gaps`: a unit of account without a price feed, an
-EigenLayer core contract that no preset, manifest or override names); it does not change the
-status.
+EigenLayer core contract that no preset, manifest or override names, a function chain.md names
+that the deployment lacks); it does not change the status.
 
 Webhooks: the dispatcher's lag (webhooks/telemetry.py's queue_lag), `lagging` when the oldest
 event or delivery due has waited more than WEBHOOK_LAG_ALERT_SECONDS.
@@ -237,6 +237,7 @@ _LAT_FIELDS = (
     "base_asset",
     *Lat.OVERRIDE_FIELDS.values(),
     "eigenlayer_from_chain",
+    "missing_functions",
 )
 
 

@@ -139,13 +139,17 @@ class StatusSerializer(serializers.Serializer):
     pricesStale = serializers.BooleanField(
         read_only=True,
         allow_null=True,
-        help_text="The price oracle's `arePricesStale()` at `stateBlock`; null when the "
-        "oracle does not answer it (or before the first refresh).",
+        help_text="The price oracle's `arePricesStale()` at `stateBlock` (the LAT's "
+        "`tokenRegistryOracle()`, else its manifest's oracle); null where the deployment has "
+        "no such view (older deployments: tags up to v1.0.2 and Holesky v1; `/health`'s "
+        "`gaps` names the missing function), has no oracle, or before the first refresh.",
     )
     lastPriceUpdate = serializers.DateTimeField(
         read_only=True,
         allow_null=True,
-        help_text="The oracle's `lastPriceUpdate()` at `stateBlock`; null when 0 or unknown.",
+        help_text="The oracle's `lastPriceUpdate()` at `stateBlock`; null when 0, where the "
+        "deployment has no such view (older deployments, as for `pricesStale`), or before the "
+        "first refresh.",
     )
     stateBlock = serializers.IntegerField(
         read_only=True, allow_null=True, help_text="The block the stored state was read at."

@@ -295,7 +295,7 @@ class Gateway:
         manager: str,
         coordinator: str,
         block: Block,
-        oracle: str = "",
+        oracle: str | None = None,
         missing: Collection[str] = frozenset(),
     ) -> LatState:
         """The LAT, its manager's tokens and its coordinator's nodes at the block, in two
@@ -304,8 +304,9 @@ class Gateway:
         None. `oracle` is the price oracle whose views `missing` speaks of: the LAT's
         `tokenRegistryOracle()` where it has the view, else the manifest's. Where the LAT names
         another, its views are not read here (staleness and last update None, `oracle` the one
-        named: the caller detects its functions and calls `read_oracle`). A function called
-        here that reverts fails the read, as any other."""
+        named: the caller detects its functions and calls `read_oracle`); with `oracle` None,
+        those of the oracle the LAT names are read. A function called here that reverts fails
+        the read, as any other."""
         with_oracle_view = LT_ORACLE not in missing
         first = [r[0] for r in self._strict(
             _lat_calls(proxy, manager, coordinator, with_oracle=with_oracle_view),
@@ -313,8 +314,11 @@ class Gateway:
         )]  # fmt: skip
         name, symbol, total_assets, total_supply, paused, tokens, max_nodes, nodes = first[:8]
         detected_for = oracle
+        oracle = oracle or ""
         if with_oracle_view:
             oracle = to_checksum_address(first[8])
+        if detected_for is None:
+            detected_for = oracle
         tokens = [to_checksum_address(t) for t in tokens]
         # Views of an oracle other than the one `missing` was detected for are left to the
         # caller (read_oracle, once it has detected that one's).
@@ -378,8 +382,8 @@ class Gateway:
 
         A view is missing where its call reverts without data (what a Solidity contract
         without the selector and without a fallback answers, through a proxy too) or answers
-        nothing (no code at `address`), and the implementation's code does not hold its
-        selector (every Solidity dispatcher compares the selector as a PUSH4 immediate).
+        nothing (no code at `address`), and the implementation's dispatcher does not compare
+        the selector (`_dispatches`).
         An empty revert of a view whose selector is in the code is a real failure (out of
         gas, a bare `require`, a call into no code inside the view): it is raised, and
         nothing is remembered. A revert with data means the function is there."""
@@ -402,7 +406,7 @@ class Gateway:
                 raise answer
             elif hex_bytes(answer, "eth_call"):
                 continue  # it answered
-            if code and fn.selector in code:
+            if _dispatches(code, fn.selector):
                 raise ChainCallReverted(
                     f"{name} reverted without data although {implementation} has it"
                 )
@@ -724,6 +728,14 @@ class Gateway:
         except (TypeError, ValueError) as exc:
             raise ChainUnavailable("the node answered the simulation with garbage") from exc
         return Simulation(success=True, shares=shares, reason="", gas=quote, prices_stale=stale)
+
+
+def _dispatches(code: bytes, selector: bytes) -> bool:
+    """Whether the code compares a call's selector with `selector` as Solidity's dispatcher
+    does: `PUSH4 selector EQ` (legacy and via-IR code alike). The selector alone is not
+    enough: code that calls the function on another contract holds it too (`PUSH4 selector
+    PUSH1 0xe0 SHL`), as Mainnet v1's LiquidToken holds its oracle's `arePricesStale()`."""
+    return b"\x63" + selector + b"\x14" in code
 
 
 def _prices_stale(answer: Any) -> bool | None:

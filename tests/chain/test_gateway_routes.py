@@ -111,7 +111,8 @@ def expected_lat(chain: Chain, manifest: dict[str, Any], block: Block) -> LatSta
     tokens = [Web3.to_checksum_address(t) for t in ltm.getSupportedTokens().call(**at)]
     balances = lt.balanceAssets(tokens).call(**at)
     queued = lt.balanceQueuedAssets(tokens).call(**at)
-    oracle = chain.contract("TokenRegistryOracle", lt.tokenRegistryOracle().call(**at)).functions
+    oracle_address = lt.tokenRegistryOracle().call(**at)
+    oracle = chain.contract("TokenRegistryOracle", oracle_address).functions
     states = []
     for i, token in enumerate(tokens):
         erc20 = chain.contract("TestERC20", token).functions
@@ -141,6 +142,7 @@ def expected_lat(chain: Chain, manifest: dict[str, Any], block: Block) -> LatSta
         nodes=tuple(coordinator.getAllNodes().call(**at)),
         prices_stale=oracle.arePricesStale().call(**at),
         last_price_update=oracle.lastPriceUpdate().call(**at),
+        oracle=oracle_address,
     )
 
 

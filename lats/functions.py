@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.db import IntegrityError, transaction
+
 from chain.gateway import LT_ORACLE, ORACLE_LAST_UPDATE, ORACLE_STALE, Gateway
 from chain.results import Block
 from lats.models import ImplementationFunctions
@@ -53,14 +55,18 @@ def functions_missing(
     missing = gateway.missing_functions(
         address=address, implementation=implementation, names=names, block=block
     )
-    ImplementationFunctions.objects.update_or_create(
-        chain_id=chain_id,
-        implementation=implementation,
-        contract=contract,
-        defaults={
-            "probed": sorted(names),
-            "missing": sorted(missing),
-            "detected_block": block.number,
-        },
-    )
+    try:
+        with transaction.atomic():
+            ImplementationFunctions.objects.update_or_create(
+                chain_id=chain_id,
+                implementation=implementation,
+                contract=contract,
+                defaults={
+                    "probed": sorted(names),
+                    "missing": sorted(missing),
+                    "detected_block": block.number,
+                },
+            )
+    except IntegrityError:
+        pass  # another LAT's refresh, sharing the implementation, stored it meanwhile
     return missing

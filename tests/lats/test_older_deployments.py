@@ -152,6 +152,15 @@ def test_the_older_lats_are_served_with_the_unknown_fields_null(older, api, dete
             )
             assert staked == e["staked"]
         assert detail["tvl"]["tvl"] is not None
+        # Exchange rates: what calculateAmount gives for one whole LAT, by token symbol.
+        rates = api.get(f"/lat/exchange/{address}").json()["exchangeRates"]
+        for token, e in expected.items():
+            symbol = older.contract("TestERC20", token).functions.symbol().call()
+            amount = lt.calculateAmount(token, 10**18).call()
+            assert rates[symbol] == pytest.approx(amount / 10 ** e["decimals"])
+        # The rest of the LAT answers as usual.
+        for path in ("operators", "events", "holders"):
+            assert api.get(f"/lat/{address}/{path}").status_code == 200, path
 
         gaps = health[address]["gaps"]
         for name in OLDER_MISSING:

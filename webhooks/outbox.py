@@ -3,13 +3,17 @@
 event, not per endpoint; the dispatcher fans each out to the matching endpoints.
 
 - Chain events: from the indexing transaction (activity/indexer.py calls INDEX_LISTENER).
-- `eventRemoved`: from the same transaction when a reorg removes an event already attempted
-  to some endpoint; events not attempted yet are withdrawn (their deliveries cancelled).
+- `eventRemoved`: from the same transaction when a reorg removes an event of the outbox (a
+  stream may have sent it); the dispatcher sends it only to the endpoints that were sent the
+  event, and cancels the event's deliveries not attempted yet.
 - `statusChanged`: from the state refresh's transaction (sync/refresh.py).
 - `ping`: from `POST /webhooks/{id}/test`, for that endpoint only.
 
-While no endpoint is enabled nothing is written: an endpoint hears of what is stored after it
-exists.
+The outbox is also the live stream's feed (stream/): its ids are the stream's cursors. So that a
+reader that has seen id N has seen every row below N, rows are written under one transaction
+lock (`_commit_in_order`): ids are taken and committed in one order. Rows written while no
+endpoint is enabled are stored as fanned out already (an endpoint hears of what is stored after
+it exists; the dispatcher has nothing to do for them).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from chain.activity import ActivityLog
 from deposits.models import Event
 from deposits.selectors import iso_instant
 from lats.models import Lat
-from webhooks.models import Attempt, Delivery, Endpoint, OutboxEvent
+from webhooks.models import Delivery, Endpoint, OutboxEvent
 
 # The types an endpoint may subscribe to (extensions.md).
 TYPES: tuple[str, ...] = (
@@ -48,8 +52,22 @@ def payload(message_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
     return {"id": message_id, "type": kind, "createdAt": iso_instant(timezone.now()), "data": data}
 
 
-def _subscribers() -> bool:
-    return Endpoint.objects.filter(enabled=True).exists()
+# pg_advisory_xact_lock's key: "LATO" (outbox) in ASCII.
+_ORDER_LOCK = 0x4C41544F
+
+
+def _commit_in_order() -> None:
+    """Hold the outbox's writing lock until this transaction ends: every writer takes its ids
+    and commits while holding it, so ids become visible in ascending order (a stream reading
+    "after N" never skips a row a slower transaction commits later). SQLite has one writer."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ORDER_LOCK])
+
+
+def _fanned_out_at():
+    """None while some endpoint is enabled (the dispatcher fans the row out), else now."""
+    return None if Endpoint.objects.filter(enabled=True).exists() else timezone.now()
 
 
 def _notify() -> None:
@@ -69,8 +87,9 @@ def _wallets(args: Any) -> list[str]:
 def outbox_events_stored(*, lat: Lat, logs: Sequence[ActivityLog]) -> int:
     """One outbox row per new feed event of the LAT; returns how many."""
     keys = {(log.block_number, log.log_index) for log in logs if log.type in FEED_TYPES}
-    if not keys or not _subscribers():
+    if not keys:
         return 0
+    fanned_out_at = _fanned_out_at()
     blocks = [block for block, _ in keys]
     rows = Event.objects.filter(
         lat=lat, block_number__gte=min(blocks), block_number__lte=max(blocks), type__in=FEED_TYPES
@@ -91,18 +110,21 @@ def outbox_events_stored(*, lat: Lat, logs: Sequence[ActivityLog]) -> int:
                 log_index=log_index,
                 wallets=_wallets(args),
                 payload=payload(message_id, kind, data),
+                fanned_out_at=fanned_out_at,
             )
         )
+    out.sort(key=lambda event: (event.block_number, event.log_index))
+    _commit_in_order()
     OutboxEvent.objects.bulk_create(out, batch_size=1000, ignore_conflicts=True)
     _notify()
     return len(out)
 
 
 def outbox_events_removing(*, lat: Lat, from_block: int) -> int:
-    """A reorg removes the LAT's events at or after `from_block`: those attempted to an endpoint
-    (or being attempted now) are withdrawn with an `eventRemoved`; their pending deliveries are
-    cancelled (one in flight is, when its attempt is recorded). Returns how many eventRemoved
-    were written."""
+    """A reorg removes the LAT's events at or after `from_block`: each is withdrawn with an
+    `eventRemoved` (a stream may have sent it; the dispatcher sends it only to the endpoints
+    that were sent the event), and its deliveries not attempted yet are cancelled (one in flight
+    is, when its attempt is recorded). Returns how many eventRemoved were written."""
     doomed = list(
         OutboxEvent.objects.filter(
             lat=lat, block_number__gte=from_block, removed=False, type__in=FEED_TYPES
@@ -117,55 +139,47 @@ def outbox_events_removing(*, lat: Lat, from_block: int) -> int:
     pending = Delivery.objects.filter(event_id__in=ids, status=Delivery.Status.PENDING)
     # Never attempted yet due later than now: claimed by a dispatcher, its first attempt under way.
     in_flight = pending.filter(attempts__isnull=True, next_attempt_at__gt=now)
-    announced = set(
-        Attempt.objects.filter(delivery__event_id__in=ids).values_list(
-            "delivery__event_id", flat=True
-        )
-    ) | set(in_flight.values_list("event_id", flat=True))
     pending.exclude(id__in=in_flight.values("id")).update(
         status=Delivery.Status.CANCELLED, next_attempt_at=None
     )
     OutboxEvent.objects.filter(id__in=ids).update(removed=True)
     OutboxEvent.objects.filter(id__in=ids, fanned_out_at__isnull=True).update(fanned_out_at=now)
-    removals = []
-    for event in doomed:
-        if event.id not in announced:
-            continue
-        message_id = f"evt_removed_{event.id}"
-        removed = event.payload["data"]
-        data = {
-            "lat": lat.proxy_address,
-            "chainId": lat.chain_id,
-            "removedId": event.event_id,
-            "removedType": event.type,
-            "blockNumber": event.block_number,
-            "logIndex": event.log_index,
-            "transactionHash": removed.get("transactionHash"),
-        }
-        removals.append(
-            OutboxEvent(
-                event_id=message_id,
-                type=OutboxEvent.Type.EVENT_REMOVED,
-                lat=lat,
-                block_number=event.block_number,
-                log_index=event.log_index,
-                removes=event,
-                wallets=event.wallets,
-                payload=payload(message_id, OutboxEvent.Type.EVENT_REMOVED, data),
-            )
-        )
+    fanned_out_at = _fanned_out_at()
+    removals = [_removal(lat, event, fanned_out_at) for event in doomed]
+    _commit_in_order()
     OutboxEvent.objects.bulk_create(removals)
-    if removals:
-        _notify()
+    _notify()
     return len(removals)
+
+
+def _removal(lat: Lat, event: OutboxEvent, fanned_out_at) -> OutboxEvent:
+    message_id = f"evt_removed_{event.id}"
+    data = {
+        "lat": lat.proxy_address,
+        "chainId": lat.chain_id,
+        "removedId": event.event_id,
+        "removedType": event.type,
+        "blockNumber": event.block_number,
+        "logIndex": event.log_index,
+        "transactionHash": event.payload["data"].get("transactionHash"),
+    }
+    return OutboxEvent(
+        event_id=message_id,
+        type=OutboxEvent.Type.EVENT_REMOVED,
+        lat=lat,
+        block_number=event.block_number,
+        log_index=event.log_index,
+        removes=event,
+        wallets=event.wallets,
+        payload=payload(message_id, OutboxEvent.Type.EVENT_REMOVED, data),
+        fanned_out_at=fanned_out_at,
+    )
 
 
 def outbox_status_changed(
     *, lat: Lat, paused: bool, prices_stale: bool | None, state_block: int
-) -> OutboxEvent | None:
+) -> OutboxEvent:
     """A `statusChanged` of the LAT (its `paused` or `pricesStale` changed at `state_block`)."""
-    if not _subscribers():
-        return None
     message_id = f"evt_status_{lat.chain_id}_{lat.proxy_address.lower()}_{state_block}"
     data = {
         "lat": lat.proxy_address,
@@ -174,6 +188,7 @@ def outbox_status_changed(
         "pricesStale": prices_stale,
         "stateBlock": state_block,
     }
+    _commit_in_order()
     event, _ = OutboxEvent.objects.get_or_create(
         event_id=message_id,
         removed=False,
@@ -182,6 +197,7 @@ def outbox_status_changed(
             "lat": lat,
             "block_number": state_block,
             "payload": payload(message_id, OutboxEvent.Type.STATUS_CHANGED, data),
+            "fanned_out_at": _fanned_out_at(),
         },
     )
     _notify()

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from rest_framework_api_key.models import APIKey
 
@@ -175,10 +176,11 @@ def outbox_fan_out(*, limit: int = 500) -> int:
             lat_address = event.lat.proxy_address if event.lat else None
             candidates = endpoints
             if event.type == OutboxEvent.Type.EVENT_REMOVED:
+                # Attempted, or pending still (in flight: the others were cancelled).
                 sent_to = set(
-                    Attempt.objects.filter(delivery__event_id=event.removes_id).values_list(
-                        "delivery__endpoint_id", flat=True
-                    )
+                    Delivery.objects.filter(event_id=event.removes_id)
+                    .filter(Q(attempts__isnull=False) | Q(status=Delivery.Status.PENDING))
+                    .values_list("endpoint_id", flat=True)
                 )
                 candidates = [e for e in endpoints if e.id in sent_to]
             deliveries.extend(

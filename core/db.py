@@ -12,6 +12,7 @@ from django.db import NotSupportedError, connection, models
 from django.db.backends.postgresql.base import (  # type: ignore[attr-defined]
     ServerBindingCursor,  # defined with psycopg 3, a dependency of the project
 )
+from psycopg.conninfo import make_conninfo
 
 
 def fetch_prepared(sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
@@ -204,3 +205,15 @@ def _add_counts_postgresql(
             if part:
                 rows = zip(*((*key, n) for key, n in part), strict=True)
                 cursor.execute(statement, [list(column) for column in rows])
+
+
+def listener_conninfo() -> str:
+    """The default database's connection settings, for a connection of a listener's own
+    (LISTEN on PostgreSQL)."""
+    params = connection.get_connection_params()
+    parts = {
+        name: params[name]
+        for name in ("dbname", "user", "password", "host", "port", "sslmode")
+        if params.get(name)
+    }
+    return make_conninfo(**parts)

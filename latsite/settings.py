@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "metrics",
     "deposits",
     "webhooks",  # endpoints, the outbox, deliveries; the dispatcher (webhooks_dispatch)
+    "stream",  # GET /stream/events, served by the stream process (latsite/asgi.py)
     "sync",  # every Celery task, the refresh schedules and the commands that run jobs
     "devchain",  # the local chain's lat_devnet command; no models, imported by no runtime app
 ]
@@ -201,9 +202,16 @@ X_FRAME_OPTIONS = "DENY"
 # CORS: the API is public and takes no cookies; admin and docs stay same-origin.
 CORS_ALLOW_ALL_ORIGINS = True
 CORS_ALLOW_CREDENTIALS = False
-CORS_URLS_REGEX = r"^/(lat|metrics)(/.*)?$"
+CORS_URLS_REGEX = r"^/(lat|metrics|stream)(/.*)?$"
 CORS_ALLOW_METHODS = ["GET", "POST", "OPTIONS"]
-CORS_ALLOW_HEADERS = ["accept", "content-type", "x-api-token", "x-request-id", "if-none-match"]
+CORS_ALLOW_HEADERS = [
+    "accept",
+    "content-type",
+    "x-api-token",
+    "x-request-id",
+    "if-none-match",
+    "last-event-id",
+]
 # Browsers may read the rate-limit headers (core/api/throttling.py), the request id and the
 # ETag, and send the ETag back in If-None-Match (core/api/conditional.py).
 CORS_EXPOSE_HEADERS = [
@@ -371,6 +379,20 @@ WEBHOOK_PER_ENDPOINT = env.int("WEBHOOK_PER_ENDPOINT", default=4)
 WEBHOOK_POLL_SECONDS = env.float("WEBHOOK_POLL_SECONDS", default=0.5)
 # /health is degraded when the oldest webhook event or delivery due waits longer than this.
 WEBHOOK_LAG_ALERT_SECONDS = env.float("WEBHOOK_LAG_ALERT_SECONDS", default=60)
+
+# The live stream (GET /stream/events, the Procfile's stream process; stream/).
+# Open streams per client address (429 beyond), shared by every stream process through Redis.
+STREAM_MAX_PER_IP = env.int("STREAM_MAX_PER_IP", default=10)
+# A comment line this often on an idle stream; each renews the stream's slot, which lapses
+# after STREAM_SLOT_SECONDS unless renewed (the slots of a process that died).
+STREAM_KEEPALIVE_SECONDS = env.float("STREAM_KEEPALIVE_SECONDS", default=15)
+STREAM_SLOT_SECONDS = env.int("STREAM_SLOT_SECONDS", default=60)
+# Messages waiting for one client at most: past them a client reading too slowly is dropped.
+STREAM_BUFFER = env.int("STREAM_BUFFER", default=1000)
+# The feed is read on the outbox's NOTIFY (PostgreSQL) and at least this often.
+STREAM_POLL_SECONDS = env.float("STREAM_POLL_SECONDS", default=1.0)
+# Rows read per query when a resumed stream catches up from the stored feed.
+STREAM_BACKLOG_PAGE = env.int("STREAM_BACKLOG_PAGE", default=500)
 
 # Celery: Redis as broker when REDIS_URL is set.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")

@@ -25,6 +25,7 @@ urlpatterns = [
     path("", include(deposit_urls.lat_urlpatterns)),
     path("", include(activity_urls.lat_urlpatterns)),
     path("", include("webhooks.api.urls")),
+    path("", include("stream.api.urls")),
     path("api/schema/", views.SchemaView.as_view(), name="schema"),
     path("api/docs/", views.SwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/redoc/", views.RedocView.as_view(url_name="schema"), name="redoc"),

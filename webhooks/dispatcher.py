@@ -29,8 +29,8 @@ import psycopg
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.utils import timezone
-from psycopg.conninfo import make_conninfo
 
+from core.db import listener_conninfo
 from webhooks import telemetry
 from webhooks.models import Delivery
 from webhooks.outbox import NOTIFY_CHANNEL
@@ -212,7 +212,7 @@ class _Listener:
     def __enter__(self) -> _Listener:
         if connection.vendor == "postgresql":
             try:
-                self._connection = psycopg.connect(_conninfo(), autocommit=True)
+                self._connection = psycopg.connect(listener_conninfo(), autocommit=True)
                 self._connection.execute(f"LISTEN {NOTIFY_CHANNEL}")
             except psycopg.Error:
                 logger.warning("webhook dispatcher: LISTEN failed, polling instead")
@@ -232,14 +232,3 @@ class _Listener:
     def __exit__(self, *exc_info: object) -> None:
         if self._connection is not None:
             self._connection.close()
-
-
-def _conninfo() -> str:
-    """The default database's connection settings, for a connection of the listener's own."""
-    params = connection.get_connection_params()
-    parts = {
-        name: params[name]
-        for name in ("dbname", "user", "password", "host", "port", "sslmode")
-        if params.get(name)
-    }
-    return make_conninfo(**parts)

@@ -1,0 +1,139 @@
+"""`GET /stream/events` (extensions.md, "Live stream"): this view answers the connect (the API
+key, the rate limit, the filters, the cursor, the per-address cap, CORS, or the error body);
+the stream process (stream/asgi.py) keeps the granted connection open and sends the events."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.views import APIView
+
+from core.addresses import ADDRESS_PATTERN, address_error, checksum, is_address
+from core.api.schema import OPTIONAL_API_KEY, error_responses
+from core.api.throttling import client_ident
+from core.errors import InvalidInput, NotFound, Unavailable
+from stream.feed import Filters
+from stream.grants import GRANT_HEADER, SCOPE_KEY, UNAVAILABLE, Grant, grant_issue
+from stream.slots import slot_acquire
+from webhooks.outbox import TYPES
+
+CURSOR_MAX = 2**63 - 1
+
+_DESCRIPTION = """Server-Sent Events (`text/event-stream`): every event of `GET
+/lat/{address}/events`, plus `statusChanged` and `eventRemoved`, as they are indexed (within
+2 seconds of their block reaching the confirmation depth). Each message has `id:` (a cursor),
+`event:` (the type) and `data:` (the webhook payload `{id, type, createdAt, data}`, as a
+webhook delivery carries it). A comment line (`: keep-alive`) every 15 seconds keeps idle
+connections open.
+
+**Resume.** A client that reconnects with the last `id:` it received, in the `Last-Event-ID`
+header (what `EventSource` sends by itself) or as `?cursor=`, gets every event after it from the
+stored feed, then the live ones, without a gap or a repeat; the header wins over the parameter.
+Without either, the stream starts with the next event. Cursors are ascending integers, the same
+for every filter: a client may change its filters and resume.
+
+**Limits.** The connect counts against the rate limit like any request (an API key raises it; an
+unknown key is a 401, a disabled one a 403). At most `STREAM_MAX_PER_IP` (default 10) streams
+are open per client address (429 beyond, with `Retry-After`). A client that reads so slowly
+that more than `STREAM_BUFFER` (default 1,000) messages wait for it is disconnected; it resumes
+with its `Last-Event-ID`.
+
+**Where.** The stream is served by a process of its own (the Procfile's `stream`, an ASGI
+server), to which a reverse proxy routes `/stream/`; the web process answers this path with a
+404 naming it."""
+
+
+def _parameter(name: str, description: str, item_pattern: str | None = None) -> OpenApiParameter:
+    schema: dict = {"type": "string"}
+    if item_pattern:
+        schema["pattern"] = f"^{item_pattern}(,{item_pattern})*$"
+    return OpenApiParameter(name, schema, OpenApiParameter.QUERY, description=description)
+
+
+def _addresses(params, name: str) -> frozenset[str]:
+    raw = params.get(name)
+    if raw is None:
+        return frozenset()
+    values = [value.strip() for value in raw.split(",")]
+    for index, value in enumerate(values):
+        if not is_address(value):
+            raise InvalidInput(address_error(f"{name}[{index}]"))
+    return frozenset(checksum(value) for value in values)
+
+
+def _filters(params) -> Filters:
+    types: frozenset[str] = frozenset()
+    if (raw := params.get("types")) is not None:
+        types = frozenset(t.strip() for t in raw.split(","))
+        if not types <= set(TYPES):
+            raise InvalidInput(f"types must be a comma-separated list of: {', '.join(TYPES)}.")
+    wallets = frozenset(a.lower() for a in _addresses(params, "wallets"))
+    return Filters(lats=_addresses(params, "lats"), types=types, wallets=wallets)
+
+
+def _cursor(request) -> int | None:
+    header = request.headers.get("Last-Event-ID")
+    raw, field = (
+        (header, "Last-Event-ID") if header else (request.query_params.get("cursor"), "cursor")
+    )
+    if raw is None:
+        return None
+    if not raw.isascii() or not raw.isdigit() or int(raw) > CURSOR_MAX:
+        raise InvalidInput(f"{field} must be the id: of a message of this stream.")
+    return int(raw)
+
+
+class StreamEventsView(APIView):
+    @extend_schema(
+        tags=["Live stream"],
+        auth=OPTIONAL_API_KEY,
+        operation_id="stream_events",
+        summary="Live stream of events (Server-Sent Events)",
+        description=_DESCRIPTION,
+        parameters=[
+            _parameter(
+                "lats",
+                "Comma-separated LAT proxy addresses. Default: every LAT.",
+                ADDRESS_PATTERN.strip("^$"),
+            ),
+            _parameter("types", "Comma-separated types: " + ", ".join(TYPES) + ". Default: all."),
+            _parameter(
+                "wallets",
+                "Comma-separated addresses: only events whose args name one of them as sender, "
+                "receiver, from, to, depositor or initiator (never `statusChanged`). Default: "
+                "no such filter.",
+                ADDRESS_PATTERN.strip("^$"),
+            ),
+            _parameter("cursor", "Resume after this message `id:` (`Last-Event-ID` wins)."),
+            OpenApiParameter(
+                "Last-Event-ID",
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                description="Resume after this message `id:` (sent by `EventSource` itself).",
+            ),
+        ],
+        responses={
+            (200, "text/event-stream"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description="The stream: `id:`, `event:` and `data:` lines per message.",
+            ),
+            **error_responses("not_found", "unprocessable_entity"),
+        },
+    )
+    def get(self, request):
+        scope = getattr(request._request, "scope", None) or {}
+        if scope.get(SCOPE_KEY) == UNAVAILABLE:
+            raise Unavailable("The event feed cannot be read now; retry in a few seconds.")
+        if not scope.get(SCOPE_KEY):
+            raise NotFound(
+                "The live stream is served by the stream process (the Procfile's `stream`): "
+                "route /stream/ to it."
+            )
+        filters, cursor = _filters(request.query_params), _cursor(request)
+        slot = slot_acquire(client_ident(request))
+        response = HttpResponse(status=200, content_type="text/event-stream; charset=utf-8")
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"  # nginx: pass each message on at once
+        response[GRANT_HEADER] = grant_issue(Grant(filters, cursor, slot))
+        return response

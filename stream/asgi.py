@@ -1,0 +1,129 @@
+"""The stream process's ASGI application (the Procfile's `stream`; latsite/asgi.py): Django for
+every request, and for `GET /stream/events` the stream itself once Django granted it.
+
+The connect is an ordinary Django request (stream/api/views.py), so the API key, the rate limit,
+CORS, the request id, the error body and the metrics are those of every endpoint. Its answer,
+if it grants the stream, is held back here: its headers open the stream, and this module keeps
+the connection, not a Django thread, for as long as the client stays (a Django request would
+hold a thread per open stream). Each stream sends, in id order:
+1. the stored feed after the client's cursor up to where the hub stood when it subscribed
+   (the backlog, read in pages);
+2. then what the hub hands it (everything after that point), skipping ids already sent;
+with a keep-alive comment whenever nothing was sent for STREAM_KEEPALIVE_SECONDS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from django.conf import settings
+
+from stream.feed import feed_after
+from stream.grants import GRANT_HEADER, SCOPE_KEY, UNAVAILABLE, Grant, grant_take
+from stream.hub import Stream, hub, in_thread
+from stream.slots import slot_release, slot_renew
+
+logger = logging.getLogger(__name__)
+
+PATH = "/stream/events"
+_GRANT = GRANT_HEADER.lower().encode()
+_HELLO = b"retry: 3000\n: connected\n\n"
+_KEEPALIVE = b": keep-alive\n\n"
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class StreamApplication:
+    def __init__(self, django: Any) -> None:
+        self.django = django
+
+    async def __call__(self, scope: dict, receive: Callable, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != PATH:
+            await self.django(scope, receive, send)
+            return
+        try:
+            await hub().ready()
+            ready: Any = True
+        except Exception:
+            logger.exception("stream: the event feed could not be read")
+            ready = UNAVAILABLE
+        answer: list[dict[str, Any]] = []
+
+        async def held(message: dict[str, Any]) -> None:
+            answer.append(message)
+
+        await self.django({**scope, SCOPE_KEY: ready}, receive, held)
+        start, grant = _granted(answer[0]) if answer else ({}, None)
+        if grant is None:
+            for message in answer:
+                await send(message)
+            return
+        await _serve(grant, start, receive, send)
+
+
+def _granted(start: dict[str, Any]) -> tuple[dict[str, Any], Grant | None]:
+    """The response's start without the grant header (and the empty body's length), and the
+    grant it names, if any."""
+    headers, grant = [], None
+    for name, value in start.get("headers", []):
+        if name.lower() == _GRANT:
+            grant = grant_take(value.decode())
+        elif name.lower() != b"content-length":
+            headers.append((name, value))
+    return {**start, "headers": headers}, grant
+
+
+async def _serve(grant: Grant, start: dict[str, Any], receive: Callable, send: Send) -> None:
+    stream = hub().subscribe(grant.filters)
+    try:
+        await send(start)
+        await _body(send, _HELLO)
+        pump = asyncio.create_task(_pump(stream, grant, send))
+        stream.task = pump
+        gone = asyncio.create_task(_disconnected(receive))
+        await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (pump, gone):
+            task.cancel()
+        for result in await asyncio.gather(pump, gone, return_exceptions=True):
+            if isinstance(result, Exception):
+                logger.error("stream: sending failed", exc_info=result)
+        if stream.dropped:
+            logger.warning("stream: a client reading too slowly was disconnected")
+    finally:
+        hub().unsubscribe(stream)
+        await in_thread(slot_release)(grant.slot)
+
+
+async def _pump(stream: Stream, grant: Grant, send: Send) -> None:
+    last = grant.cursor if grant.cursor is not None else stream.since
+    more = last < stream.since
+    while more:  # the backlog, from the stored feed
+        messages, read, more = await in_thread(feed_after)(
+            last, upto=stream.since, filters=grant.filters, limit=settings.STREAM_BACKLOG_PAGE
+        )
+        for message in messages:
+            await _body(send, message.frame)
+        last = max(last, read)
+    keepalive = settings.STREAM_KEEPALIVE_SECONDS
+    while True:  # live
+        try:
+            message = await asyncio.wait_for(stream.queue.get(), keepalive)
+        except TimeoutError:
+            await _body(send, _KEEPALIVE)
+            await in_thread(slot_renew)(grant.slot)
+            continue
+        if message.id > last:
+            await _body(send, message.frame)
+            last = message.id
+
+
+async def _body(send: Send, data: bytes) -> None:
+    await send({"type": "http.response.body", "body": data, "more_body": True})
+
+
+async def _disconnected(receive: Callable) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass

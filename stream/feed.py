@@ -1,0 +1,80 @@
+"""The live stream's feed: the webhooks' outbox (webhooks.models.OutboxEvent), every event the
+indexer stored, every statusChanged and eventRemoved, in the order the outbox's ids give (they
+become visible in ascending order: webhooks/outbox.py). A row's id is the stream's cursor; its
+payload, the webhook payload, is the message's data."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from webhooks.models import OutboxEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    id: int
+    type: str
+    lat: str | None  # checksummed
+    wallets: frozenset[str]  # lower-case
+    frame: bytes  # the Server-Sent Events message, encoded once for every stream
+
+
+@dataclass(frozen=True)
+class Filters:
+    """A stream's `lats` (checksummed), `types` and `wallets` (lower-case); empty: any."""
+
+    lats: frozenset[str] = frozenset()
+    types: frozenset[str] = frozenset()
+    wallets: frozenset[str] = frozenset()
+
+    def matches(self, message: Message) -> bool:
+        if self.types and message.type not in self.types:
+            return False
+        if self.lats and message.lat not in self.lats:
+            return False
+        return not (self.wallets and self.wallets.isdisjoint(message.wallets))
+
+
+def sse_frame(message_id: int, kind: str, payload: dict) -> bytes:
+    data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return f"id: {message_id}\nevent: {kind}\ndata: {data}\n\n".encode()
+
+
+def feed_high() -> int:
+    """The id of the newest row (0: none), where a stream without a cursor starts."""
+    row = OutboxEvent.objects.order_by("-id").values_list("id", flat=True).first()
+    return row or 0
+
+
+def feed_after(
+    after: int, *, upto: int | None = None, filters: Filters | None = None, limit: int = 1000
+) -> tuple[list[Message], int, bool]:
+    """The messages after id `after` (up to `upto`), oldest first, at most `limit` rows read:
+    (those matching `filters`, the last id read, whether more rows may follow)."""
+    rows = OutboxEvent.objects.filter(id__gt=after, endpoint__isnull=True).exclude(
+        type=OutboxEvent.Type.PING
+    )
+    if upto is not None:
+        rows = rows.filter(id__lte=upto)
+    if filters is not None and filters.types:
+        rows = rows.filter(type__in=filters.types)
+    if filters is not None and filters.lats:
+        rows = rows.filter(lat__proxy_address__in=filters.lats)
+    read = list(
+        rows.order_by("id").values_list("id", "type", "lat__proxy_address", "wallets", "payload")[
+            :limit
+        ]
+    )
+    messages = _messages(read)
+    if filters is not None:
+        messages = [message for message in messages if filters.matches(message)]
+    return messages, read[-1][0] if read else after, len(read) == limit
+
+
+def _messages(rows: Iterable[tuple]) -> list[Message]:
+    return [
+        Message(row_id, kind, lat, frozenset(wallets or ()), sse_frame(row_id, kind, payload))
+        for row_id, kind, lat, wallets, payload in rows
+    ]

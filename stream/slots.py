@@ -1,0 +1,96 @@
+"""Open streams per client address (STREAM_MAX_PER_IP), counted across every stream process in
+Redis: a sorted set per address whose members are its open streams and whose scores are when
+each lapses unless renewed (a stream renews its slot with every keep-alive, so the slots of a
+process that died lapse within STREAM_SLOT_SECONDS). While Redis is away (core/redisguard.py),
+or where the cache is not Redis (the demo), each process counts its own."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+
+from core import redisguard
+from core.errors import Busy
+
+_local: Counter[str] = Counter()
+_local_lock = threading.Lock()
+
+# KEYS[1]: the address's set; ARGV: now, lapse time, member, limit, ttl. 1: taken, 0: full.
+_ACQUIRE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+return 1
+"""
+
+
+@dataclass(frozen=True)
+class Slot:
+    ident: str
+    member: str
+    shared: bool  # counted in Redis, else in this process
+
+
+def _redis() -> Any:
+    if not (hasattr(cache, "client") and hasattr(cache.client, "get_client")):
+        return None
+    return cache.client.get_client(write=True)
+
+
+def _key(ident: str) -> str:
+    return cache.make_key(f"stream:open:{ident}")
+
+
+def slot_acquire(ident: str) -> Slot:
+    """A slot for one more stream of `ident`, or Busy (429) when it has STREAM_MAX_PER_IP."""
+    limit, ttl = settings.STREAM_MAX_PER_IP, settings.STREAM_SLOT_SECONDS
+    member = uuid.uuid4().hex
+    client = _redis()
+    if client is not None:
+        now = time.time()
+        taken = redisguard.call(
+            "stream slots",
+            lambda: client.eval(_ACQUIRE, 1, _key(ident), now, now + ttl, member, limit, ttl),
+        )
+        if taken is not redisguard.UNAVAILABLE:
+            if not taken:
+                raise _busy(limit)
+            return Slot(ident, member, shared=True)
+    with _local_lock:
+        if _local[ident] >= limit:
+            raise _busy(limit)
+        _local[ident] += 1
+    return Slot(ident, member, shared=False)
+
+
+def slot_renew(slot: Slot) -> None:
+    client = _redis()
+    if slot.shared and client is not None:
+        lapse = time.time() + settings.STREAM_SLOT_SECONDS
+        redisguard.call("stream slots", lambda: client.zadd(_key(slot.ident), {slot.member: lapse}))
+
+
+def slot_release(slot: Slot) -> None:
+    client = _redis()
+    if slot.shared and client is not None:
+        redisguard.call("stream slots", lambda: client.zrem(_key(slot.ident), slot.member))
+        return
+    with _local_lock:
+        _local[slot.ident] -= 1
+        if _local[slot.ident] <= 0:
+            del _local[slot.ident]
+
+
+def _busy(limit: int) -> Busy:
+    return Busy(
+        f"At most {limit} open streams per client address; close one first.",
+        retry_after=settings.STREAM_KEEPALIVE_SECONDS,
+    )

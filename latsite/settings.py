@@ -387,8 +387,10 @@ STREAM_MAX_PER_IP = env.int("STREAM_MAX_PER_IP", default=10)
 # after STREAM_SLOT_SECONDS unless renewed (the slots of a process that died).
 STREAM_KEEPALIVE_SECONDS = env.float("STREAM_KEEPALIVE_SECONDS", default=15)
 STREAM_SLOT_SECONDS = env.int("STREAM_SLOT_SECONDS", default=60)
-# Messages waiting for one client at most: past them a client reading too slowly is dropped.
+# Messages queued for one stream at most: past them it catches up from the stored feed.
 STREAM_BUFFER = env.int("STREAM_BUFFER", default=1000)
+# A client that leaves one message unread this long (seconds) is disconnected.
+STREAM_SEND_TIMEOUT = env.float("STREAM_SEND_TIMEOUT", default=10)
 # The feed is read on the outbox's NOTIFY (PostgreSQL) and at least this often.
 STREAM_POLL_SECONDS = env.float("STREAM_POLL_SECONDS", default=1.0)
 # Rows read per query when a resumed stream catches up from the stored feed.

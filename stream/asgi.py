@@ -8,8 +8,11 @@ the connection, not a Django thread, for as long as the client stays (a Django r
 hold a thread per open stream). Each stream sends, in id order:
 1. the stored feed after the client's cursor up to where the hub stood when it subscribed
    (the backlog, read in pages);
-2. then what the hub hands it (everything after that point), skipping ids already sent;
-with a keep-alive comment whenever nothing was sent for STREAM_KEEPALIVE_SECONDS.
+2. then what the hub hands it (everything after that point), skipping ids already sent; and
+   back to 1 whenever the hub outran its queue (a burst larger than STREAM_BUFFER);
+with a keep-alive comment whenever nothing was sent for STREAM_KEEPALIVE_SECONDS. A client that
+leaves one message unread for STREAM_SEND_TIMEOUT is disconnected: what the process holds for
+a stream is its queue (references to messages every stream shares) and the socket's buffer.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from django.conf import settings
 
 from stream.feed import feed_after
 from stream.grants import GRANT_HEADER, SCOPE_KEY, UNAVAILABLE, Grant, grant_take
-from stream.hub import Stream, hub, in_thread
+from stream.hub import Hub, Stream, hub, in_thread
 from stream.slots import slot_release, slot_renew
 
 logger = logging.getLogger(__name__)
@@ -77,40 +80,61 @@ def _granted(start: dict[str, Any]) -> tuple[dict[str, Any], Grant | None]:
 
 
 async def _serve(grant: Grant, start: dict[str, Any], receive: Callable, send: Send) -> None:
-    stream = hub().subscribe(grant.filters)
+    pump = asyncio.create_task(_pump(grant, start, send))
+    gone = asyncio.create_task(_disconnected(receive))
     try:
-        await send(start)
-        await _body(send, _HELLO)
-        pump = asyncio.create_task(_pump(stream, grant, send))
-        stream.task = pump
-        gone = asyncio.create_task(_disconnected(receive))
         await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
         for task in (pump, gone):
             task.cancel()
         for result in await asyncio.gather(pump, gone, return_exceptions=True):
             if isinstance(result, Exception):
                 logger.error("stream: sending failed", exc_info=result)
-        if stream.dropped:
-            logger.warning("stream: a client reading too slowly was disconnected")
-    finally:
-        hub().unsubscribe(stream)
         await in_thread(slot_release)(grant.slot)
 
 
-async def _pump(stream: Stream, grant: Grant, send: Send) -> None:
-    last = grant.cursor if grant.cursor is not None else stream.since
-    more = last < stream.since
-    while more:  # the backlog, from the stored feed
+async def _pump(grant: Grant, start: dict[str, Any], send: Send) -> None:
+    """The stream's messages: the stored feed after the cursor up to where the hub stands, then
+    the hub's; from the stored feed again whenever the hub outran the stream's queue. Ends when
+    one send waits longer than STREAM_SEND_TIMEOUT (a client reading too slowly)."""
+    feed = hub()
+    try:
+        await _send(send, start)
+        await _body(send, _HELLO)
+        last = grant.cursor if grant.cursor is not None else feed.high
+        while True:
+            last = await _catch_up(feed, grant, send, last)
+            # No await since _catch_up saw feed.high: the hub hands on what follows `last`.
+            stream = feed.subscribe(grant.filters)
+            try:
+                last = await _live(stream, grant, send, last)
+            finally:
+                feed.unsubscribe(stream)
+    except TimeoutError:
+        logger.warning("stream: a client reading too slowly was disconnected")
+
+
+async def _catch_up(feed: Hub, grant: Grant, send: Send, last: int) -> int:
+    """Send the stored feed after `last` until it reaches the hub's last id; returns it."""
+    while last < (upto := feed.high):
         messages, read, more = await in_thread(feed_after)(
-            last, upto=stream.since, filters=grant.filters, limit=settings.STREAM_BACKLOG_PAGE
+            last, upto=upto, filters=grant.filters, limit=settings.STREAM_BACKLOG_PAGE
         )
         for message in messages:
             await _body(send, message.frame)
-        last = max(last, read)
+        last = read if more else upto
+    return last
+
+
+async def _live(stream: Stream, grant: Grant, send: Send, last: int) -> int:
+    """The hub's messages until the stream fell behind (its queue overflowed) and its queue is
+    sent; returns the last id sent."""
     keepalive = settings.STREAM_KEEPALIVE_SECONDS
-    while True:  # live
+    while not (stream.behind and stream.queue.empty()):
         try:
-            message = await asyncio.wait_for(stream.queue.get(), keepalive)
+            # asyncio.timeout, not wait_for: a message stays queued if the timeout wins.
+            async with asyncio.timeout(keepalive):
+                message = await stream.queue.get()
         except TimeoutError:
             await _body(send, _KEEPALIVE)
             await in_thread(slot_renew)(grant.slot)
@@ -118,10 +142,16 @@ async def _pump(stream: Stream, grant: Grant, send: Send) -> None:
         if message.id > last:
             await _body(send, message.frame)
             last = message.id
+    return last
+
+
+async def _send(send: Send, message: dict[str, Any]) -> None:
+    async with asyncio.timeout(settings.STREAM_SEND_TIMEOUT):
+        await send(message)
 
 
 async def _body(send: Send, data: bytes) -> None:
-    await send({"type": "http.response.body", "body": data, "more_body": True})
+    await _send(send, {"type": "http.response.body", "body": data, "more_body": True})
 
 
 async def _disconnected(receive: Callable) -> None:

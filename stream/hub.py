@@ -3,9 +3,9 @@
 The hub follows the feed (stream/feed.py): woken by the outbox's NOTIFY (PostgreSQL LISTEN on a
 connection of its own) or every STREAM_POLL_SECONDS, it reads the rows after the last it saw,
 once for the process, and puts each message in the queue of every stream whose filters match.
-A stream's queue holds at most STREAM_BUFFER messages: a stream that cannot take one more (its
-client reads too slowly) is dropped, and its client resumes from the stored feed with its
-Last-Event-ID. Nothing here uses Redis: with Redis down the streams go on.
+A stream's queue holds at most STREAM_BUFFER messages: a stream that cannot take one more falls
+behind, is handed nothing more, and catches up from the stored feed (stream/asgi.py). Nothing
+here uses Redis: with Redis down the streams go on.
 """
 
 from __future__ import annotations
@@ -43,25 +43,20 @@ def in_thread(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class Stream:
-    """One open stream: its filters, the messages waiting for it, and where its live part
-    starts (`since`: the hub's last id when it subscribed)."""
+    """One open stream: its filters and the messages waiting for it."""
 
-    def __init__(self, filters: Filters, since: int, buffer: int) -> None:
+    def __init__(self, filters: Filters, buffer: int) -> None:
         self.filters = filters
-        self.since = since
         self.queue: asyncio.Queue[Message] = asyncio.Queue(buffer)
-        self.dropped = False
-        self.task: asyncio.Task | None = None  # what sends to the client, cancelled on drop
+        self.behind = False  # the queue overflowed: the rest comes from the stored feed
 
     def offer(self, message: Message) -> None:
-        if self.dropped:
+        if self.behind:
             return
         try:
             self.queue.put_nowait(message)
         except asyncio.QueueFull:
-            self.dropped = True
-            if self.task is not None:
-                self.task.cancel()
+            self.behind = True
 
 
 class Hub:
@@ -87,7 +82,9 @@ class Hub:
         self._tasks = [asyncio.create_task(self._follow()), asyncio.create_task(self._listen())]
 
     def subscribe(self, filters: Filters) -> Stream:
-        stream = Stream(filters, self.high, settings.STREAM_BUFFER)
+        """A stream handed every message after `self.high` (the caller has sent those up to
+        it, with no await since it read it)."""
+        stream = Stream(filters, settings.STREAM_BUFFER)
         self._streams.add(stream)
         return stream
 
@@ -116,11 +113,8 @@ class Hub:
             for stream in list(self._streams):
                 if stream.filters.matches(message):
                     stream.offer(message)
-        dropped = [stream for stream in self._streams if stream.dropped]
-        for stream in dropped:
+        for stream in [stream for stream in self._streams if stream.behind]:
             self.unsubscribe(stream)
-        if dropped:
-            logger.warning("stream: %d slow client(s) dropped", len(dropped))
 
     async def _listen(self) -> None:
         """Wake the follower on every NOTIFY of the outbox (PostgreSQL; elsewhere it polls)."""

@@ -92,5 +92,5 @@ def slot_release(slot: Slot) -> None:
 def _busy(limit: int) -> Busy:
     return Busy(
         f"At most {limit} open streams per client address; close one first.",
-        retry_after=settings.STREAM_KEEPALIVE_SECONDS,
+        retry_after=5,
     )

@@ -35,25 +35,24 @@ for every filter: a client may change its filters and resume.
 
 **Limits.** The connect counts against the rate limit like any request (an API key raises it; an
 unknown key is a 401, a disabled one a 403). At most `STREAM_MAX_PER_IP` (default 10) streams
-are open per client address (429 beyond, with `Retry-After`). A client that reads so slowly
-that more than `STREAM_BUFFER` (default 1,000) messages wait for it is disconnected; it resumes
-with its `Last-Event-ID`.
+are open per client address (429 beyond, with `Retry-After`). A client that leaves a message
+unread for `STREAM_SEND_TIMEOUT` (default 10 s) is disconnected; it resumes with its
+`Last-Event-ID`.
 
 **Where.** The stream is served by a process of its own (the Procfile's `stream`, an ASGI
 server), to which a reverse proxy routes `/stream/`; the web process answers this path with a
 404 naming it."""
 
 
-def _parameter(name: str, description: str, item_pattern: str | None = None) -> OpenApiParameter:
-    schema: dict = {"type": "string"}
-    if item_pattern:
-        schema["pattern"] = f"^{item_pattern}(,{item_pattern})*$"
+def _parameter(name: str, description: str, item_pattern: str, *, many: bool = True):
+    pattern = f"^{item_pattern}(,{item_pattern})*$" if many else f"^{item_pattern}$"
+    schema = {"type": "string", "pattern": pattern}
     return OpenApiParameter(name, schema, OpenApiParameter.QUERY, description=description)
 
 
 def _addresses(params, name: str) -> frozenset[str]:
     raw = params.get(name)
-    if raw is None:
+    if not raw:
         return frozenset()
     values = [value.strip() for value in raw.split(",")]
     for index, value in enumerate(values):
@@ -64,7 +63,7 @@ def _addresses(params, name: str) -> frozenset[str]:
 
 def _filters(params) -> Filters:
     types: frozenset[str] = frozenset()
-    if (raw := params.get("types")) is not None:
+    if raw := params.get("types"):
         types = frozenset(t.strip() for t in raw.split(","))
         if not types <= set(TYPES):
             raise InvalidInput(f"types must be a comma-separated list of: {', '.join(TYPES)}.")
@@ -97,7 +96,11 @@ class StreamEventsView(APIView):
                 "Comma-separated LAT proxy addresses. Default: every LAT.",
                 ADDRESS_PATTERN.strip("^$"),
             ),
-            _parameter("types", "Comma-separated types: " + ", ".join(TYPES) + ". Default: all."),
+            _parameter(
+                "types",
+                "Comma-separated types: " + ", ".join(TYPES) + ". Default: all.",
+                "(" + "|".join(TYPES) + ")",
+            ),
             _parameter(
                 "wallets",
                 "Comma-separated addresses: only events whose args name one of them as sender, "
@@ -105,7 +108,12 @@ class StreamEventsView(APIView):
                 "no such filter.",
                 ADDRESS_PATTERN.strip("^$"),
             ),
-            _parameter("cursor", "Resume after this message `id:` (`Last-Event-ID` wins)."),
+            _parameter(
+                "cursor",
+                "Resume after this message `id:` (`Last-Event-ID` wins).",
+                "[0-9]{1,18}",
+                many=False,
+            ),
             OpenApiParameter(
                 "Last-Event-ID",
                 OpenApiTypes.STR,

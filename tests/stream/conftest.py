@@ -18,7 +18,8 @@ def _database_url() -> str:
 def stream_process(django_db_setup, redis_server) -> Iterator[StreamProcess]:
     """The Procfile's stream process on the test database and the module's own Redis, with a
     keep-alive every second, 3 streams per client address, 20 messages queued per stream
-    (a larger burst is caught up from the stored feed) and 2 s for a client to read a message."""
+    (a larger burst is caught up from the stored feed), 2 s for a client to read a message, and
+    a poll every 30 s (the NOTIFY of a commit must wake it)."""
     process = StreamProcess(
         {
             "DATABASE_URL": _database_url(),
@@ -28,6 +29,7 @@ def stream_process(django_db_setup, redis_server) -> Iterator[StreamProcess]:
             "REDIS_RETRY_AFTER": "1",
             "STREAM_BUFFER": "20",
             "STREAM_SEND_TIMEOUT": "2",
+            "STREAM_POLL_SECONDS": "30",  # only the outbox's NOTIFY wakes it in time
         }
     )
     yield process

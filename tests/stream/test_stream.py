@@ -10,12 +10,12 @@ import threading
 import time
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from tests.stream.client import Message
 from webhooks.models import OutboxEvent
-from webhooks.outbox import outbox_status_changed
+from webhooks.outbox import NOTIFY_CHANNEL, outbox_status_changed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,6 +49,8 @@ def write(dataset, count: int, *, first_block: int = 1, kind: str = "deposit", *
                     payload=payload,
                 )
             )
+            with connection.cursor() as cursor:  # as the outbox's writers do
+                cursor.execute(f"NOTIFY {NOTIFY_CHANNEL}")
     return rows
 
 
@@ -63,7 +65,11 @@ def test_live_messages_in_id_order_with_the_payload(connect, dataset):
     assert stream.response_headers["cache-control"] == "no-cache"
     time.sleep(0.3)  # subscribed
     rows = write(dataset, 3, kind="statusChanged")
+    committed = time.monotonic()
     got = stream.wait(3)
+    # The commit's NOTIFY wakes the process: the push freshness promise (2 s), where its poll
+    # (every 30 s here) would miss it.
+    assert time.monotonic() - committed < 2.0
     assert ids(got) == [row.id for row in rows]
     assert [m.event for m in got] == ["statusChanged"] * 3
     assert [m.data for m in got] == [row.payload for row in rows]

@@ -1,0 +1,93 @@
+"""The live stream of the devnet's real events, on anvil, through the Procfile's stream
+process: what a client receives is compared with the LAT's feed as the API serves it and with
+the logs plain web3 decodes (`get_logs`)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from devchain.devnet import make_deposits
+from tests.served import served_events
+from tests.webhooks.test_chain import expected, names, send
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chain]
+DEVNET = pytest.mark.parametrize("devnet_kind", ["multicall3"], indirect=True)
+WAD = 10**18
+
+
+def sync() -> None:
+    call_command("lat_sync", "--no-progress")
+
+
+def chain_data(message) -> dict:
+    """The message's data without what the stream adds to a feed event (lat, chainId)."""
+    return {k: v for k, v in message.data["data"].items() if k not in ("lat", "chainId")}
+
+
+@DEVNET
+def test_a_deposit_a_transfer_and_a_pause_arrive_in_chain_order_as_the_feed_has_them(
+    synced, connect
+):
+    chain = synced
+    manifest = chain.manifests[0]
+    lat = manifest["proxyAddress"]
+    stream = connect(f"lats={lat}")
+    time.sleep(0.3)  # subscribed
+    before = chain.w3.eth.block_number
+    make_deposits(chain.url, manifest, 1, [manifest["tokens"][0]["address"]], [WAD])
+    lt = chain.contract("LiquidToken", lat)
+    send(chain, lt.functions.transfer(chain.account(7), WAD // 2), chain.account(1))
+    send(chain, lt.functions.pause(), chain.account(0))
+    sync()
+
+    feed = [
+        e for e in reversed(served_events(APIClient(), lat, take=50)) if e["blockNumber"] > before
+    ]
+    assert {"deposit", "transfer", "paused"} <= {e["type"] for e in feed}
+    got = stream.wait(len(feed) + 1)  # and the statusChanged of the pause
+    events = [m for m in got if m.event != "statusChanged"]
+    assert [chain_data(m) for m in events] == feed  # chain order, equal to the feed
+    assert [m.event for m in events] == [e["type"] for e in feed]
+    assert [int(m.id) for m in got] == sorted(int(m.id) for m in got)
+    want = expected(chain, [manifest], before)  # from get_logs
+    assert {m.data["id"]: m.data["data"] for m in events} == want
+    (status,) = [m for m in got if m.event == "statusChanged"]
+    assert status.data["data"]["paused"] is True
+    assert status.data["data"]["lat"] == lat
+
+
+@DEVNET
+def test_filters_deliver_exactly_the_matching_events(synced, connect):
+    chain = synced
+    first, second = chain.manifests[0], chain.manifests[1]
+    wallet = chain.account(5)
+    by_type = connect("types=transfer,deposit")
+    by_lat = connect(f"lats={second['proxyAddress'].lower()}")
+    by_wallet = connect(f"wallets={wallet}")
+    time.sleep(0.3)
+    before = chain.w3.eth.block_number
+    token = first["tokens"][0]["address"]
+    make_deposits(chain.url, first, 1, [token], [WAD])
+    make_deposits(chain.url, first, 2, [token], [2 * WAD], receiver=wallet)
+    make_deposits(chain.url, second, 3, [second["tokens"][0]["address"]], [WAD])
+    lt = chain.contract("LiquidToken", first["proxyAddress"])
+    send(chain, lt.functions.transfer(wallet, WAD // 2), chain.account(1))
+    send(chain, lt.functions.transfer(chain.account(6), WAD // 4), wallet)
+    sync()
+
+    want = expected(chain, chain.manifests, before)
+    cases = (
+        (by_type, {i: e for i, e in want.items() if e["type"] in ("transfer", "deposit")}),
+        (by_lat, {i: e for i, e in want.items() if e["lat"] == second["proxyAddress"]}),
+        (by_wallet, {i: e for i, e in want.items() if names(e, wallet)}),
+    )
+    assert len(cases[2][1]) == 3  # the deposit to the wallet, both transfers
+    for stream, wanted in cases:
+        got = stream.wait(len(wanted))
+        assert {m.data["id"]: m.data["data"] for m in got} == wanted
+    time.sleep(1.5)  # and nothing else
+    assert [len(stream.messages) for stream, _ in cases] == [len(w) for _, w in cases]

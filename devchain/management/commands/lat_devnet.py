@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import threading
+import warnings
 from decimal import Decimal
 from pathlib import Path
 
+import uvicorn
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
@@ -58,7 +60,10 @@ class Command(BaseCommand):
             "reads through its helper-free route",
         )
         parser.add_argument(
-            "--serve", metavar="ADDR:PORT", help="then serve the API (runserver) until interrupted"
+            "--serve",
+            metavar="ADDR:PORT",
+            help="then serve the API and the live stream (uvicorn, the ASGI application) "
+            "until interrupted",
         )
         parser.add_argument(
             "--deposit",
@@ -101,7 +106,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{len(manifests)} demo LATs; manifests in {manifest_dir}")
             if options["serve"]:
                 self._follow(node.chain_id)
-                call_command("runserver", options["serve"], use_reloader=False)
+                self._serve(options["serve"])
         finally:
             node.stop()  # a node this command started; its state is saved to the state file
 
@@ -121,6 +126,16 @@ class Command(BaseCommand):
             f"{options['wallet']}: tx {done['txHash']} in block {done['blockNumber']}, "
             f"{done['shares'][0]} shares"
         )
+
+    def _serve(self, address: str) -> None:
+        """Every path on one port, /stream/events included (in production the web process
+        serves the API and the stream process the stream)."""
+        host, _, port = address.rpartition(":")
+        self.stdout.write(f"serving http://{host or '127.0.0.1'}:{port}/ (Ctrl-C to stop)")
+        # Static files (admin, docs) come through WhiteNoise's synchronous file iterator, which
+        # Django serves under ASGI with a warning: harmless here.
+        warnings.filterwarnings("ignore", message="StreamingHttpResponse must consume synchronous")
+        uvicorn.run("latsite.asgi:application", host=host or "127.0.0.1", port=int(port))
 
     def _follow(self, chain_id: int) -> None:
         """Follow the chain while serving, so that a deposit shows in the API at once."""

@@ -66,7 +66,9 @@ class IndexListener(Protocol):
     neither does. Registered by its app (the floors keep this package from importing it)."""
 
     def stored(self, lat: Lat, logs: Sequence[ActivityLog]) -> None:
-        """`logs` were stored (new ones only)."""
+        """`logs` were stored (new ones only). Not called for the history a LAT's first
+        indexing stores (until a run of it has succeeded): what a LAT just imported did before
+        is news to no one (it is in the feed), and pushing it would flood every subscriber."""
 
     def removing(self, lat: Lat, from_block: int) -> None:
         """The LAT's events at or after `from_block` are about to be removed (a reorg)."""
@@ -191,7 +193,7 @@ def _join(readies: list[_Ready]) -> _Ready:
 
 
 @transaction.atomic
-def _store_range(lat: Lat, ready: _Ready) -> tuple[int, list[ActivityLog]]:
+def _store_range(lat: Lat, ready: _Ready, *, news: bool) -> tuple[int, list[ActivityLog]]:
     """One range's deposits, events and balances with its checkpoint; returns how many
     deposits were new, and the new logs."""
     if connection.vendor == "postgresql":
@@ -205,7 +207,7 @@ def _store_range(lat: Lat, ready: _Ready) -> tuple[int, list[ActivityLog]]:
         lat=lat, logs=read.logs, timestamps=_timestamps(read), rows=ready.events
     )
     new = deposit_record_events(lat=lat, events=ready.deposits)
-    for listener in _LISTENERS:
+    for listener in _LISTENERS if news else ():
         listener.stored(lat, new_logs)
     DepositCheckpoint.objects.update_or_create(
         lat=lat,
@@ -228,6 +230,9 @@ def _store_ranges(
     The next ranges are read from the node while one is stored; those read by the time it is
     are stored together (a backfill moves each holder and count once per transaction, not once
     per range)."""
+    news = SyncStatus.objects.filter(
+        lat=lat, job=SyncStatus.Job.DEPOSITS, last_success_at__isnull=False
+    ).exists()
     gathered = read_ahead_gathered(
         (_ready(lat.id, read) for read in ranges),
         depth=GATHER_RANGES,
@@ -238,7 +243,7 @@ def _store_ranges(
     new = events = 0
     for readies in gathered:
         ready = _join(readies)
-        new_deposits, new_logs = _store_range(lat, ready)
+        new_deposits, new_logs = _store_range(lat, ready, news=news)
         new, events = new + new_deposits, events + len(new_logs)
         if progress:
             progress(ready.read.last - start.first + 1, start.head.number - start.first + 1)

@@ -24,6 +24,7 @@ from typing import Any
 
 from django.conf import settings
 
+from stream import telemetry
 from stream.feed import feed_after
 from stream.grants import GRANT_HEADER, SCOPE_KEY, UNAVAILABLE, Grant, grant_take
 from stream.hub import Hub, Stream, hub, in_thread
@@ -98,6 +99,7 @@ async def _pump(grant: Grant, start: dict[str, Any], send: Send) -> None:
     the hub's; from the stored feed again whenever the hub outran the stream's queue. Ends when
     one send waits longer than STREAM_SEND_TIMEOUT (a client reading too slowly)."""
     feed = hub()
+    telemetry.OPEN.inc()
     try:
         await _send(send, start)
         await _body(send, _HELLO)
@@ -110,8 +112,12 @@ async def _pump(grant: Grant, start: dict[str, Any], send: Send) -> None:
                 last = await _live(stream, grant, send, last)
             finally:
                 feed.unsubscribe(stream)
+            telemetry.CATCH_UPS.inc()
     except TimeoutError:
+        telemetry.DROPPED.inc()
         logger.warning("stream: a client reading too slowly was disconnected")
+    finally:
+        telemetry.OPEN.dec()
 
 
 async def _catch_up(feed: Hub, grant: Grant, send: Send, last: int) -> int:
@@ -122,6 +128,7 @@ async def _catch_up(feed: Hub, grant: Grant, send: Send, last: int) -> int:
         )
         for message in messages:
             await _body(send, message.frame)
+        telemetry.MESSAGES.inc(len(messages))
         last = read if more else upto
     return last
 
@@ -141,6 +148,7 @@ async def _live(stream: Stream, grant: Grant, send: Send, last: int) -> int:
             continue
         if message.id > last:
             await _body(send, message.frame)
+            telemetry.MESSAGES.inc()
             last = message.id
     return last
 

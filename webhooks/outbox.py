@@ -2,7 +2,8 @@
 "no crash, restart or Redis outage between indexing and sending loses one"). One row per
 event, not per endpoint; the dispatcher fans each out to the matching endpoints.
 
-- Chain events: from the indexing transaction (activity/indexer.py calls INDEX_LISTENER).
+- Chain events: from the indexing transaction (activity/indexer.py calls INDEX_LISTENER), once
+  the LAT's first indexing has succeeded: the history of a LAT just imported is pushed to no one.
 - `eventRemoved`: from the same transaction when a reorg removes an event of the outbox (a
   stream may have sent it); the dispatcher sends it only to the endpoints that were sent the
   event, and cancels the event's deliveries not attempted yet.

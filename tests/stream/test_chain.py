@@ -10,9 +10,11 @@ import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+from deposits.models import Event
 from devchain.devnet import make_deposits
 from tests.served import served_events
 from tests.webhooks.test_chain import expected, names, send
+from webhooks.models import OutboxEvent
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chain]
 DEVNET = pytest.mark.parametrize("devnet_kind", ["multicall3"], indirect=True)
@@ -91,3 +93,19 @@ def test_filters_deliver_exactly_the_matching_events(synced, connect):
         assert {m.data["id"]: m.data["data"] for m in got} == wanted
     time.sleep(1.5)  # and nothing else
     assert [len(stream.messages) for stream, _ in cases] == [len(w) for _, w in cases]
+
+
+@DEVNET
+def test_the_history_of_a_lat_just_imported_is_not_pushed(synced):
+    """The first sync stored the devnet's history (in the feed) and pushed none of it; what
+    happens after is pushed, each event once."""
+    chain = synced
+    assert Event.objects.exists()
+    assert not OutboxEvent.objects.exists()
+    manifest = chain.manifests[0]
+    before = chain.w3.eth.block_number
+    make_deposits(chain.url, manifest, 1, [manifest["tokens"][0]["address"]], [WAD])
+    sync()
+    want = expected(chain, chain.manifests, before)
+    pushed = OutboxEvent.objects.exclude(type=OutboxEvent.Type.STATUS_CHANGED)
+    assert sorted(pushed.values_list("event_id", flat=True)) == sorted(want)

@@ -112,6 +112,35 @@ def test_a_resumed_stream_misses_and_repeats_nothing_while_events_keep_coming(co
     assert ids(fourth.wait(1)) == written[-1:]
 
 
+def test_outbox_writers_commit_their_ids_in_order(connect, dataset):
+    """A transaction that took outbox ids first commits first: a writer that comes second
+    waits for it, so a stream that has sent id N never meets a row below N later."""
+    stream = connect()
+    time.sleep(0.3)
+    committed: dict[str, float] = {}
+
+    def writer(name: str, block: int, hold: float) -> None:
+        with transaction.atomic():
+            outbox_status_changed(
+                lat=dataset.eth_lat, paused=True, prices_stale=False, state_block=block
+            )
+            time.sleep(hold)
+        committed[name] = time.monotonic()
+        connection.close()
+
+    slow = threading.Thread(target=writer, args=("slow", 1, 1.0))
+    slow.start()
+    time.sleep(0.3)  # the slow writer holds its ids
+    fast = threading.Thread(target=writer, args=("fast", 2, 0.0))
+    fast.start()
+    slow.join()
+    fast.join()
+    assert committed["slow"] < committed["fast"]
+    got = stream.wait(2)
+    assert [m.data["data"]["stateBlock"] for m in got] == [1, 2]
+    assert ids(got) == sorted(ids(got))
+
+
 def test_filters_select_exactly_the_matching_messages(connect, dataset):
     by_type = connect("types=transfer,statusChanged")
     by_lat = connect(f"lats={dataset.eth_lat.proxy_address.lower()}")
@@ -157,6 +186,17 @@ def test_bad_parameters_are_a_422_in_the_error_body(connect):
         refused = connect(query)
         assert (refused.status, refused.body["error"]["code"]) == (422, "unprocessable_entity")
     assert connect(Last_Event_ID="abc").status == 422
+
+
+def test_api_keys_as_for_the_api(connect, db):
+    from rest_framework_api_key.models import APIKey
+
+    refused = connect(X_API_Token="not-a-key")
+    assert (refused.status, refused.body["error"]["code"]) == (401, "unauthorized")
+    _, key = APIKey.objects.create_key(name="stream tests")
+    keyed = connect(X_API_Token=key)
+    assert keyed.status == 200
+    assert int(keyed.response_headers["ratelimit-limit"]) > 0  # counted as any request
 
 
 def test_cors_as_for_the_api(connect):

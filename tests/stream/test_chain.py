@@ -109,3 +109,26 @@ def test_the_history_of_a_lat_just_imported_is_not_pushed(synced):
     want = expected(chain, chain.manifests, before)
     pushed = OutboxEvent.objects.exclude(type=OutboxEvent.Type.STATUS_CHANGED)
     assert sorted(pushed.values_list("event_id", flat=True)) == sorted(want)
+
+
+@DEVNET
+def test_an_event_orphaned_by_a_reorg_is_withdrawn_on_the_stream(synced, connect):
+    chain = synced
+    manifest = chain.manifests[0]
+    stream = connect(f"lats={manifest['proxyAddress']}&types=transfer,eventRemoved")
+    time.sleep(0.3)
+    lt = chain.contract("LiquidToken", manifest["proxyAddress"])
+    fork = chain.rpc("evm_snapshot")
+    orphan = send(chain, lt.functions.transfer(chain.account(9), WAD), chain.account(1))
+    sync()
+    (sent,) = stream.wait(1)
+    assert sent.data["data"]["transactionHash"] == orphan["transactionHash"].to_0x_hex()
+    assert chain.rpc("evm_revert", fork)
+    kept = send(chain, lt.functions.transfer(chain.account(10), WAD // 3), chain.account(2))
+    chain.rpc("anvil_mine", hex(3))
+    sync()
+    got = stream.wait(3)
+    assert [m.event for m in got] == ["transfer", "eventRemoved", "transfer"]
+    assert got[1].data["data"]["removedId"] == sent.data["id"]
+    assert got[2].data["data"]["transactionHash"] == kept["transactionHash"].to_0x_hex()
+    assert [int(m.id) for m in got] == sorted(int(m.id) for m in got)

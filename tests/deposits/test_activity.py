@@ -273,12 +273,12 @@ def test_ranges_read_ahead_are_stored_together_as_the_chain_has_them(synced, api
     stored_blocks: list[int] = []
     store = services._store_range
 
-    def slow_first(lat, ready):
+    def slow_first(lat, ready, **options):
         if lat.proxy_address == manifest["proxyAddress"]:
             if not stored_blocks:
                 time.sleep(0.5)  # meanwhile the next ranges are read ahead
             stored_blocks.append(ready.read.last - ready.read.first + 1)
-        return store(lat, ready)
+        return store(lat, ready, **options)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(services, "_store_range", slow_first)

@@ -551,7 +551,12 @@ def test_schemathesis_finds_nothing(served, live_server):
     )
     assert not failures, f"{len(failures)} failures:\n\n" + "\n\n".join(failures[:25])
     # The run reached the endpoints' real logic: every operation answered 2xx at least once.
-    operations = {(method.upper(), path) for path, item in raw["paths"].items() for method in item}
+    operations = {
+        (method.upper(), path)
+        for path, item in raw["paths"].items()
+        for method in item
+        if not path.startswith("/stream/")  # not run here (see the configuration)
+    }
     answered = {(method, path) for (method, path, status) in TALLY.statuses if status in OK}
     assert operations <= answered, operations - answered
     for check in ("not_a_server_error", "response_schema_conformance", "negative_data_rejection"):

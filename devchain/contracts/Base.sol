@@ -53,3 +53,16 @@ abstract contract Initializable {
         _initialized = true;
     }
 }
+
+/// @notice Removes the first `item` from an unordered `list` (the last entry takes its place);
+/// nothing when it is absent. Panics on an empty list.
+function removeAddress(address[] storage list, address item) {
+    uint256 last = list.length - 1;
+    for (uint256 i = 0; i <= last; i++) {
+        if (list[i] == item) {
+            list[i] = list[last];
+            list.pop();
+            break;
+        }
+    }
+}

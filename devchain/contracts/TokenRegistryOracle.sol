@@ -4,6 +4,7 @@ pragma solidity ^0.8.24;
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {AccessControlUpgradeable} from "@openzeppelin/contracts-upgradeable/access/AccessControlUpgradeable.sol";
 
+import {removeAddress} from "./Base.sol";
 import {LiquidTokenManager} from "./LiquidTokenManager.sol";
 
 /// @notice A LAT's price oracle as Mainnet v1 deploys it (OpenZeppelin 4.9, behind a
@@ -121,14 +122,7 @@ contract TokenRegistryOracle is AccessControlUpgradeable {
         if (!isConfigured[token]) return;
         delete tokenConfigs[token];
         isConfigured[token] = false;
-        uint256 last = configuredTokens.length - 1;
-        for (uint256 i = 0; i <= last; i++) {
-            if (configuredTokens[i] == token) {
-                configuredTokens[i] = configuredTokens[last];
-                configuredTokens.pop();
-                break;
-            }
-        }
+        removeAddress(configuredTokens, token);
         emit TokenRemoved(token);
     }
 

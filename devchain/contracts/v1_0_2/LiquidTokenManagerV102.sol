@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
-import {IERC20, Initializable} from "../Base.sol";
+import {IERC20, Initializable, removeAddress} from "../Base.sol";
 import {Oz5ReentrancyGuard, Oz5Roles} from "./Oz5.sol";
 import {DelegationManager} from "../DelegationManager.sol";
 import {StakerNode} from "../StakerNode.sol";
@@ -114,14 +114,7 @@ contract LiquidTokenManagerV102 is Initializable, Oz5Roles, Oz5ReentrancyGuard {
             revert TokenInUse(token);
         }
         if (this.getStakedAssetBalance(token) > 0) revert TokenInUse(token);
-        uint256 last = supportedTokens.length - 1;
-        for (uint256 i = 0; i <= last; i++) {
-            if (supportedTokens[i] == token) {
-                supportedTokens[i] = supportedTokens[last];
-                supportedTokens.pop();
-                break;
-            }
-        }
+        removeAddress(supportedTokens, token);
         delete tokenStrategies[token];
         delete tokens[token];
         emit TokenRemoved(token, msg.sender);

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
+import {ERC20Hooks} from "./Hooks.sol";
+
 /// @notice A plain ERC-20 with OpenZeppelin 5 custom errors. Name, symbol and decimals are
-/// storage (not immutables) so that the same code works behind a proxy.
-abstract contract ERC20 {
+/// storage (not immutables) so that the same code works behind a proxy. `totalSupply`, `_mint`
+/// and `_burn` are also the hooks the LAT's shared base calls (Hooks.sol).
+abstract contract ERC20 is ERC20Hooks {
     string public name;
     string public symbol;
     uint8 public decimals;
-    uint256 public totalSupply;
+    uint256 private _totalSupply;
     mapping(address => uint256) public balanceOf;
     mapping(address => mapping(address => uint256)) public allowance;
 
@@ -24,6 +27,10 @@ abstract contract ERC20 {
         name = name_;
         symbol = symbol_;
         decimals = decimals_;
+    }
+
+    function totalSupply() public view override returns (uint256) {
+        return _totalSupply;
     }
 
     function transfer(address to, uint256 value) external returns (bool) {
@@ -54,26 +61,26 @@ abstract contract ERC20 {
         _update(from, to, value);
     }
 
-    function _mint(address to, uint256 value) internal {
+    function _mint(address to, uint256 value) internal override {
         if (to == address(0)) revert ERC20InvalidReceiver(address(0));
         _update(address(0), to, value);
     }
 
-    function _burn(address from, uint256 value) internal {
+    function _burn(address from, uint256 value) internal override {
         _update(from, address(0), value);
     }
 
     /// @dev Mint when `from` is zero, burn when `to` is zero.
     function _update(address from, address to, uint256 value) internal {
         if (from == address(0)) {
-            totalSupply += value;
+            _totalSupply += value;
         } else {
             uint256 balance = balanceOf[from];
             if (balance < value) revert ERC20InsufficientBalance(from, balance, value);
             balanceOf[from] = balance - value;
         }
         if (to == address(0)) {
-            totalSupply -= value;
+            _totalSupply -= value;
         } else {
             balanceOf[to] += value;
         }

@@ -187,15 +187,15 @@ contract TokenRegistryOracle is AccessControlUpgradeable {
     }
 
     function _setRate(IERC20 token, uint256 newRate) private {
-        uint256 oldRate = liquidTokenManager.getTokenInfo(token).pricePerUnit;
-        liquidTokenManager.updatePrice(token, newRate);
+        uint256 oldRate = liquidTokenManager.getTokenInfo(address(token)).pricePerUnit;
+        liquidTokenManager.updatePrice(address(token), newRate);
         emit TokenRateUpdated(token, oldRate, newRate, msg.sender);
     }
 
     // ----- views (and the price reads, which are not views: a Curve pool may be poked) -----
 
     function getRate(IERC20 token) external view returns (uint256) {
-        return liquidTokenManager.getTokenInfo(token).pricePerUnit;
+        return liquidTokenManager.getTokenInfo(address(token)).pricePerUnit;
     }
 
     function arePricesStale() public view returns (bool) {
@@ -212,7 +212,7 @@ contract TokenRegistryOracle is AccessControlUpgradeable {
         if (ok) return price;
         (price, ok) = _fallbackPrice(token);
         if (ok) return price;
-        return liquidTokenManager.getTokenInfo(IERC20(token)).pricePerUnit;
+        return liquidTokenManager.getTokenInfo(token).pricePerUnit;
     }
 
     /// @notice The token's price from its primary source, and whether there was one.

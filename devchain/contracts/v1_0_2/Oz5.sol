@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 pragma solidity ^0.8.24;
 
+import {AccessHooks, PauseHooks} from "../Hooks.sol";
+
 /// @notice Access roles, pausing and a reentrancy guard with OpenZeppelin 5's custom errors, as
 /// the deployments built on OpenZeppelin 5 revert (Holesky v1): `AccessControlUnauthorizedAccount`,
 /// `EnforcedPause`, `ExpectedPause`, `ReentrancyGuardReentrantCall`. Written for the devnet's
-/// v1.0.2-shaped contracts; storage-based so that it works behind a proxy.
-abstract contract Oz5Roles {
+/// v1.0.2-shaped contracts; storage-based so that it works behind a proxy. Roles and pausing are
+/// also the hooks the LAT's shared bases call (Hooks.sol).
+abstract contract Oz5Roles is AccessHooks {
     bytes32 public constant DEFAULT_ADMIN_ROLE = 0x00;
 
     mapping(bytes32 role => mapping(address account => bool)) private _members;
@@ -16,7 +19,7 @@ abstract contract Oz5Roles {
     error AccessControlUnauthorizedAccount(address account, bytes32 neededRole);
 
     modifier onlyRole(bytes32 role) {
-        if (!_members[role][msg.sender]) revert AccessControlUnauthorizedAccount(msg.sender, role);
+        _checkRole(role);
         _;
     }
 
@@ -35,7 +38,11 @@ abstract contract Oz5Roles {
         }
     }
 
-    function _grantRole(bytes32 role, address account) internal {
+    function _checkRole(bytes32 role) internal view override {
+        if (!_members[role][msg.sender]) revert AccessControlUnauthorizedAccount(msg.sender, role);
+    }
+
+    function _grantRole(bytes32 role, address account) internal override {
         if (!_members[role][account]) {
             _members[role][account] = true;
             emit RoleGranted(role, account, msg.sender);
@@ -43,7 +50,7 @@ abstract contract Oz5Roles {
     }
 }
 
-abstract contract Oz5Pausable {
+abstract contract Oz5Pausable is PauseHooks {
     bool private _paused;
 
     event Paused(address account);
@@ -53,7 +60,7 @@ abstract contract Oz5Pausable {
     error ExpectedPause();
 
     modifier whenNotPaused() {
-        if (_paused) revert EnforcedPause();
+        _requireNotPaused();
         _;
     }
 
@@ -61,13 +68,17 @@ abstract contract Oz5Pausable {
         return _paused;
     }
 
-    function _pause() internal {
+    function _requireNotPaused() internal view override {
         if (_paused) revert EnforcedPause();
+    }
+
+    function _pause() internal override {
+        _requireNotPaused();
         _paused = true;
         emit Paused(msg.sender);
     }
 
-    function _unpause() internal {
+    function _unpause() internal override {
         if (!_paused) revert ExpectedPause();
         _paused = false;
         emit Unpaused(msg.sender);

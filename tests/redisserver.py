@@ -13,6 +13,8 @@ import time
 
 import redis
 
+from tests.processes import terminate
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -70,12 +72,7 @@ class RedisServer:
             return
         if self.paused:
             self.resume()
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
+        terminate(self.process)
 
     def pause(self) -> None:
         assert self.process is not None

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.processes import terminate
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -53,12 +55,7 @@ class StreamProcess:
             self.log.append(line)
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
+        terminate(self.process)
 
 
 @dataclass

@@ -28,7 +28,7 @@ from stream import telemetry
 from stream.feed import feed_after
 from stream.grants import GRANT_HEADER, SCOPE_KEY, UNAVAILABLE, Grant, grant_take
 from stream.hub import Hub, Stream, hub, in_thread
-from stream.slots import slot_release, slot_renew
+from stream.slots import slot_release
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ async def _pump(grant: Grant, start: dict[str, Any], send: Send) -> None:
             # No await since _catch_up saw feed.high: the hub hands on what follows `last`.
             stream = feed.subscribe(grant.filters)
             try:
-                last = await _live(stream, grant, send, last)
+                last = await _live(stream, send, last)
             finally:
                 feed.unsubscribe(stream)
             telemetry.CATCH_UPS.inc()
@@ -133,7 +133,7 @@ async def _catch_up(feed: Hub, grant: Grant, send: Send, last: int) -> int:
     return last
 
 
-async def _live(stream: Stream, grant: Grant, send: Send, last: int) -> int:
+async def _live(stream: Stream, send: Send, last: int) -> int:
     """The hub's messages until the stream fell behind (its queue overflowed) and its queue is
     sent; returns the last id sent."""
     keepalive = settings.STREAM_KEEPALIVE_SECONDS
@@ -144,7 +144,6 @@ async def _live(stream: Stream, grant: Grant, send: Send, last: int) -> int:
                 message = await stream.queue.get()
         except TimeoutError:
             await _body(send, _KEEPALIVE)
-            await in_thread(slot_renew)(grant.slot)
             continue
         if message.id > last:
             await _body(send, message.frame)

@@ -22,6 +22,7 @@ from django.db import close_old_connections, connection
 
 from core.db import listener_conninfo
 from stream.feed import Filters, Message, feed_after, feed_high
+from stream.slots import slots_renew
 from webhooks.outbox import NOTIFY_CHANNEL
 
 logger = logging.getLogger(__name__)
@@ -79,7 +80,11 @@ class Hub:
 
     async def _start(self) -> None:
         self.high = await in_thread(feed_high)()
-        self._tasks = [asyncio.create_task(self._follow()), asyncio.create_task(self._listen())]
+        self._tasks = [
+            asyncio.create_task(self._follow()),
+            asyncio.create_task(self._listen()),
+            asyncio.create_task(self._renew()),
+        ]
 
     def subscribe(self, filters: Filters) -> Stream:
         """A stream handed every message after `self.high` (the caller has sent those up to
@@ -115,6 +120,15 @@ class Hub:
                     stream.offer(message)
         for stream in [stream for stream in self._streams if stream.behind]:
             self.unsubscribe(stream)
+
+    async def _renew(self) -> None:
+        """The process's per-address slots renewed together (stream/slots.py)."""
+        while True:
+            await asyncio.sleep(settings.STREAM_KEEPALIVE_SECONDS)
+            try:
+                await in_thread(slots_renew)()
+            except Exception:
+                logger.exception("stream: the slots could not be renewed")
 
     async def _listen(self) -> None:
         """Wake the follower on every NOTIFY of the outbox (PostgreSQL; elsewhere it polls)."""

@@ -1,8 +1,9 @@
 """Open streams per client address (STREAM_MAX_PER_IP), counted across every stream process in
 Redis: a sorted set per address whose members are its open streams and whose scores are when
-each lapses unless renewed (a stream renews its slot with every keep-alive, so the slots of a
-process that died lapse within STREAM_SLOT_SECONDS). While Redis is away (core/redisguard.py),
-or where the cache is not Redis (the demo), each process counts its own."""
+each lapses unless renewed (the process renews all its slots in one round trip every
+STREAM_KEEPALIVE_SECONDS, so the slots of a process that died lapse within STREAM_SLOT_SECONDS).
+While Redis is away (core/redisguard.py), or where the cache is not Redis (the demo), each
+process counts its own."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from core.errors import Busy
 
 _local: Counter[str] = Counter()
 _local_lock = threading.Lock()
+_shared: set[Slot] = set()  # this process's slots counted in Redis, renewed together
 
 # KEYS[1]: the address's set; ARGV: now, lapse time, member, limit, ttl. 1: taken, 0: full.
 _ACQUIRE = """
@@ -63,7 +65,10 @@ def slot_acquire(ident: str) -> Slot:
         if taken is not redisguard.UNAVAILABLE:
             if not taken:
                 raise _busy(limit)
-            return Slot(ident, member, shared=True)
+            slot = Slot(ident, member, shared=True)
+            with _local_lock:
+                _shared.add(slot)
+            return slot
     with _local_lock:
         if _local[ident] >= limit:
             raise _busy(limit)
@@ -71,16 +76,31 @@ def slot_acquire(ident: str) -> Slot:
     return Slot(ident, member, shared=False)
 
 
-def slot_renew(slot: Slot) -> None:
+def slots_renew() -> int:
+    """Every slot of this process counted in Redis renewed, in one pipeline; how many."""
     client = _redis()
-    if slot.shared and client is not None:
-        lapse = time.time() + settings.STREAM_SLOT_SECONDS
-        redisguard.call("stream slots", lambda: client.zadd(_key(slot.ident), {slot.member: lapse}))
+    with _local_lock:
+        slots = list(_shared)
+    if client is None or not slots:
+        return 0
+    lapse = time.time() + settings.STREAM_SLOT_SECONDS
+
+    def renew() -> None:
+        pipe = client.pipeline(transaction=False)
+        for slot in slots:
+            pipe.zadd(_key(slot.ident), {slot.member: lapse}, xx=True)
+            pipe.expire(_key(slot.ident), settings.STREAM_SLOT_SECONDS)
+        pipe.execute()
+
+    redisguard.call("stream slots", renew)
+    return len(slots)
 
 
 def slot_release(slot: Slot) -> None:
     client = _redis()
     if slot.shared and client is not None:
+        with _local_lock:
+            _shared.discard(slot)
         redisguard.call("stream slots", lambda: client.zrem(_key(slot.ident), slot.member))
         return
     with _local_lock:

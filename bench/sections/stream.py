@@ -1,0 +1,156 @@
+"""Section `stream`: STREAMS clients of GET /stream/events (raw sockets, one asyncio loop) on the
+Procfile's stream process beside its web and follower, on anvil: seconds from each deposit's
+confirmation (as in `freshness`) to its message at every client, the stream process's memory per
+open stream, and the WSGI reads' p99 (wrk on web) without and with the streams open."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+
+import requests
+
+from bench import PYTHON, load
+from bench.context import HOST, NO_LIMIT, Context, Processes, SectionResult, wait_until
+from bench.sections.freshness import CHAIN_ID, CONFIRMATIONS, SPACING, _deposit
+from devchain.anvil import free_port
+
+TITLE = "Live stream: 1,000 open streams, confirmation to every client, memory, WSGI reads"
+STREAMS, DEPOSITS, CONNECTING = 1000, 20, 50  # open streams, deposits, streams opened at once
+TARGET_P95, MAX_P99_FACTOR, WAIT = 2.0, 1.2, 30.0  # WAIT: s after the last confirmation
+WRK = "p50 {0.p50_ms:.2f} ms, p99 {0.p99_ms:.2f} ms, {0.rps:,.0f} req/s"
+
+
+class Client:
+    """One stream: when each deposit's message (by transaction hash) arrived."""
+
+    def __init__(self) -> None:
+        self.ready, self.seen, self.error = asyncio.Event(), {}, ""
+
+    async def run(self, port: int) -> None:
+        writer = None
+        try:
+            reader, writer = await asyncio.open_connection(HOST, port)
+            writer.write(f"GET /stream/events HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+            head, buffer = (await reader.readuntil(b"\r\n\r\n")).lower(), b""
+            if not head.startswith(b"http/1.1 200") or b"transfer-encoding: chunked" not in head:
+                raise RuntimeError(head.split(b"\r\n")[0].decode())
+            while True:  # the body, chunked: a size line, the data, CRLF
+                size = int((await reader.readline()).strip() or b"0", 16)
+                if not size:
+                    raise RuntimeError("the server ended the stream")
+                data, now = (await reader.readexactly(size + 2))[:-2], time.monotonic()
+                *messages, buffer = (buffer + data).split(b"\n\n")
+                for message in messages:  # the first is the comment ": connected"
+                    self.ready.set()
+                    if b"\nevent: deposit\ndata: " in message:  # id:, event:, data: lines
+                        tx = json.loads(message.split(b"\ndata: ")[1])["data"]["transactionHash"]
+                        self.seen.setdefault(tx.lower(), now)
+        except (OSError, RuntimeError, ValueError, asyncio.IncompleteReadError) as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.ready.set()
+            if writer is not None:  # cancelled or failed: the stream closes
+                writer.close()
+
+
+def run(ctx: Context, result: SectionResult) -> None:
+    with ctx.devnet("stream", synced=True) as (rpc_url, manifest, db_url):
+        env = {**ctx.env, "PATH": f"{Path(PYTHON).parent}{os.pathsep}{os.environ['PATH']}"}
+        env |= {"DATABASE_URL": db_url, "RPC_URL": rpc_url, "LOG_LEVEL": "WARNING"}
+        env |= {f"CHAIN_CONFIRMATIONS_{CHAIN_ID}": str(CONFIRMATIONS), "DJANGO_DEBUG": "false"}
+        env |= {"DJANGO_SETTINGS_MODULE": "latsite.settings", "SECURE_SSL_REDIRECT": "false"}
+        env |= {"ALLOWED_HOSTS": "127.0.0.1,localhost", "RATE_LIMIT_ANON": NO_LIMIT}
+        env |= {"PORT": str(load_port := free_port()), "STREAM_PORT": str(port := free_port())}
+        env |= {"RATE_LIMIT_KEYED": NO_LIMIT, "STREAM_MAX_PER_IP": str(5 * STREAMS)}
+        with Processes(ctx.log) as procs:
+            procs.procfile(("web",), {**env, "WEB_CONCURRENCY": "2"})
+            procs.procfile(("follower", "stream"), env)  # no WEB_CONCURRENCY: one uvicorn process
+            read = f"http://{HOST}:{load_port}/lat/{manifest['proxyAddress']}/events"
+            fig = asyncio.run(_measure(ctx, procs, port, (rpc_url, manifest), read))
+            fig["log"] = procs.tail("stream")
+    _report(result, fig)
+
+
+async def _measure(ctx: Context, procs: Processes, port: int, chain: tuple, read: str) -> dict:
+    def until(ready, timeout: float):
+        return asyncio.to_thread(wait_until, ready, timeout, procs.dead, 0.05)
+
+    def rss_kib() -> int:  # the uvicorn process and any child it has
+        status = [Path(f"/proc/{p}/status").read_text() for p in load.children_of(pid)]
+        return sum(int(s.split("VmRSS:", 1)[1].split()[0]) for s in status)
+
+    def reads() -> load.LoadResult:  # wrk after a warm-up, as the `api` section loads a page
+        load.run([read], duration=ctx.args.warmup, connections=ctx.args.connections)
+        return load.run([read], duration=ctx.args.duration, connections=ctx.args.connections)[0]
+
+    for url in (read, f"http://{HOST}:{port}/health"):
+        if not await until(lambda u=url: requests.get(u, timeout=5).ok, 90):
+            raise RuntimeError(f"{url} did not answer 200 within 90 s")
+    pid, warm = procs.procs["stream"].pid, Client()  # a stream and a deposit first, not counted
+    task = asyncio.create_task(warm.run(port))
+    tx = (await asyncio.to_thread(_deposit, chain))[0]
+    if not await until(lambda: tx in warm.seen or warm.error, 120) or warm.error:
+        raise RuntimeError(f"the warm-up deposit did not reach its stream {warm.error}")
+    task.cancel()
+    await asyncio.sleep(1)
+    fig = {"rss": [rss_kib()], "runs": {"no streams (before)": await asyncio.to_thread(reads)}}
+    clients, tasks, began = [Client() for _ in range(STREAMS)], [], time.monotonic()
+    for k in range(0, STREAMS, CONNECTING):  # CONNECTING at a time, each until its first message
+        tasks += [asyncio.create_task(c.run(port)) for c in clients[k : k + CONNECTING]]
+        await asyncio.gather(*(c.ready.wait() for c in clients[k : k + CONNECTING]))
+    fig["open s"] = time.monotonic() - began
+    await asyncio.sleep(2)
+    fig["rss"].append(rss_kib())
+    deposits = []
+    for _ in range(DEPOSITS):  # SPACING s apart, or as fast as they go
+        one = asyncio.gather(asyncio.to_thread(_deposit, chain), asyncio.sleep(SPACING))
+        deposits.append((await one)[0])
+    await until(lambda: all(d[0] in c.seen for c in clients for d in deposits), WAIT)
+    fig["runs"]["streams open"] = await asyncio.to_thread(reads)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    fig["errors"] = [c.error for c in clients if c.error]
+    fig["pairs"] = [[c.seen[tx] - at for c in clients if tx in c.seen] for tx, _, at in deposits]
+    await asyncio.sleep(2)
+    fig["runs"]["no streams (after)"] = await asyncio.to_thread(reads)
+    return fig
+
+
+def _report(result: SectionResult, fig: dict) -> None:
+    pairs = [x for one in fig["pairs"] for x in one]
+    spread = sorted(max(one) - min(one) for one in fig["pairs"] if one) or [float("nan")]
+    p = [load.percentile(pairs or [float("nan")], q) for q in (0.5, 0.95, 1)]
+    missed, (before, opened), runs = STREAMS * DEPOSITS - len(pairs), fig["rss"], fig["runs"]
+    loaded, without = runs["streams open"], [runs[f"no streams ({k})"] for k in ("before", "after")]
+    ratio = loaded.p99_ms / load.merge(without).p99_ms  # over the mean of before and after
+    result.columns = ["figure", "value"]
+    result.rows = [
+        ["streams opened", f"{STREAMS:,} in {fig['open s']:.1f} s, {len(fig['errors'])} failed"],
+        ["confirmation to message, s", "p50 {:.2f}, p95 {:.2f}, max {:.2f}".format(*p)],
+        ["(client, deposit) pairs", f"{len(pairs):,} received, {missed:,} missed"],
+        ["first to last client, s", f"median {spread[len(spread) // 2]:.2f}, max {spread[-1]:.2f}"],
+        ["stream process RSS", f"{before / 1024:.1f} MiB, {opened / 1024:.1f} MiB streams open"],
+        ["RSS per open stream", f"{(opened - before) / STREAMS:.1f} KiB"],
+        *([f"WSGI reads, {k}", WRK.format(w)] for k, w in runs.items()),
+    ]
+    result.failures += [f"WSGI reads, {k}: {w.errors} errors" for k, w in runs.items() if w.errors]
+    result.failures += [f"{missed} (client, deposit) message(s) never arrived"] if missed else []
+    if errors := fig["errors"]:
+        result.failures.append(f"{len(errors)} stream(s) failed: {errors[0]}; log:\n{fig['log']}")
+    detail = f"p95 {p[1]:.2f} s, {missed} missed"
+    description = f"p95 at most {TARGET_P95:g} s from confirmation to the message at every client"
+    result.target(description, p[1], detail, at_most=TARGET_P95, also=not missed)
+    apart = " and ".join(f"{loaded.p99_ms / w.p99_ms:.2f}x" for w in without)
+    detail = f"{ratio:.2f}x the mean of the runs before and after ({apart} each)"
+    description = f"WSGI reads' p99 with the streams open within {MAX_P99_FACTOR:g}x of without"
+    result.target(description, ratio, detail, at_most=MAX_P99_FACTOR)
+    result.notes.append(
+        f"{STREAMS:,} streams, no filter; {DEPOSITS} deposits {SPACING:g} s apart; latency: the "
+        "confirming block to each client's read (nearest rank). WSGI reads: wrk on GET "
+        "/lat/{latETH}/events (web: 2 gthread workers), the streams idle. Noisy on shared cores."
+    )

@@ -1,14 +1,15 @@
 """Section `stream`: STREAMS clients of GET /stream/events (raw sockets, one asyncio loop) on the
-Procfile's stream process beside its web and follower, on anvil: seconds from each deposit's
-confirmation (as in `freshness`) to its message at every client, the stream process's memory per
-open stream, and the WSGI reads' p99 (wrk on web) without and with the streams open."""
+Procfile's stream process beside its web and follower, on anvil: confirmation (as in `freshness`)
+to the message at every client, memory per open stream, WSGI reads' p99 without and with them."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import time
+from datetime import datetime
 from pathlib import Path
 
 import requests
@@ -21,11 +22,14 @@ from devchain.anvil import free_port
 TITLE = "Live stream: 1,000 open streams, confirmation to every client, memory, WSGI reads"
 STREAMS, DEPOSITS, CONNECTING = 1000, 20, 50  # open streams, deposits, streams opened at once
 TARGET_P95, MAX_P99_FACTOR, WAIT = 2.0, 1.2, 30.0  # WAIT: s after the last confirmation
-WRK = "p50 {0.p50_ms:.2f} ms, p99 {0.p99_ms:.2f} ms, {0.rps:,.0f} req/s"
+WRK = "p50 {0.p50_ms:.2f} ms, p99 {0.p99_ms:.2f} ms, {0.rps:,.0f} req/s; stream CPU {1:.2f} cores"
+QUANTILES = "p50 {:.2f}, p95 {:.2f}, max {:.2f}"
 
 
 class Client:
-    """One stream: when each deposit's message (by transaction hash) arrived."""
+    """One stream: when each deposit's message came (`seen`) and its outbox row was written."""
+
+    written: dict[str, str] = {}
 
     def __init__(self) -> None:
         self.ready, self.seen, self.error = asyncio.Event(), {}, ""
@@ -47,8 +51,10 @@ class Client:
                 for message in messages:  # the first is the comment ": connected"
                     self.ready.set()
                     if b"\nevent: deposit\ndata: " in message:  # id:, event:, data: lines
-                        tx = json.loads(message.split(b"\ndata: ")[1])["data"]["transactionHash"]
-                        self.seen.setdefault(tx.lower(), now)
+                        payload = json.loads(message.split(b"\ndata: ")[1])
+                        tx = payload["data"]["transactionHash"].lower()
+                        self.seen.setdefault(tx, now)
+                        self.written.setdefault(tx, payload["createdAt"])  # the wall clock
         except (OSError, RuntimeError, ValueError, asyncio.IncompleteReadError) as exc:
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -62,7 +68,7 @@ def run(ctx: Context, result: SectionResult) -> None:
         env = {**ctx.env, "PATH": f"{Path(PYTHON).parent}{os.pathsep}{os.environ['PATH']}"}
         env |= {"DATABASE_URL": db_url, "RPC_URL": rpc_url, "LOG_LEVEL": "WARNING"}
         env |= {f"CHAIN_CONFIRMATIONS_{CHAIN_ID}": str(CONFIRMATIONS), "DJANGO_DEBUG": "false"}
-        env |= {"DJANGO_SETTINGS_MODULE": "latsite.settings", "SECURE_SSL_REDIRECT": "false"}
+        env |= {"DJANGO_SETTINGS_MODULE": "latsite.settings", "STREAM_KEEPALIVE_SECONDS": "5"}
         env |= {"ALLOWED_HOSTS": "127.0.0.1,localhost", "RATE_LIMIT_ANON": NO_LIMIT}
         env |= {"PORT": str(load_port := free_port()), "STREAM_PORT": str(port := free_port())}
         env |= {"RATE_LIMIT_KEYED": NO_LIMIT, "STREAM_MAX_PER_IP": str(5 * STREAMS)}
@@ -79,13 +85,15 @@ async def _measure(ctx: Context, procs: Processes, port: int, chain: tuple, read
     def until(ready, timeout: float):
         return asyncio.to_thread(wait_until, ready, timeout, procs.dead, 0.05)
 
-    def rss_kib() -> int:  # the uvicorn process and any child it has
-        status = [Path(f"/proc/{p}/status").read_text() for p in load.children_of(pid)]
-        return sum(int(s.split("VmRSS:", 1)[1].split()[0]) for s in status)
+    def rss_kib() -> int:
+        return int(Path(f"/proc/{pid}/status").read_text().split("VmRSS:")[1].split()[0])
 
     def reads() -> load.LoadResult:  # wrk after a warm-up, as the `api` section loads a page
         load.run([read], duration=ctx.args.warmup, connections=ctx.args.connections)
-        return load.run([read], duration=ctx.args.duration, connections=ctx.args.connections)[0]
+        with load.CpuMonitor(lambda: {"stream": [pid]}) as cpu:
+            wrk = load.run([read], duration=ctx.args.duration, connections=ctx.args.connections)
+        wrk[0].cpu = cpu.usage
+        return wrk[0]
 
     for url in (read, f"http://{HOST}:{port}/health"):
         if not await until(lambda u=url: requests.get(u, timeout=5).ok, 90):
@@ -96,7 +104,6 @@ async def _measure(ctx: Context, procs: Processes, port: int, chain: tuple, read
     if not await until(lambda: tx in warm.seen or warm.error, 120) or warm.error:
         raise RuntimeError(f"the warm-up deposit did not reach its stream {warm.error}")
     task.cancel()
-    await asyncio.sleep(1)
     fig = {"rss": [rss_kib()], "runs": {"no streams (before)": await asyncio.to_thread(reads)}}
     clients, tasks, began = [Client() for _ in range(STREAMS)], [], time.monotonic()
     for k in range(0, STREAMS, CONNECTING):  # CONNECTING at a time, each until its first message
@@ -107,8 +114,8 @@ async def _measure(ctx: Context, procs: Processes, port: int, chain: tuple, read
     fig["rss"].append(rss_kib())
     deposits = []
     for _ in range(DEPOSITS):  # SPACING s apart, or as fast as they go
-        one = asyncio.gather(asyncio.to_thread(_deposit, chain), asyncio.sleep(SPACING))
-        deposits.append((await one)[0])
+        made = asyncio.gather(asyncio.to_thread(_deposit, chain), asyncio.sleep(SPACING))
+        deposits.append((await made)[0])
     await until(lambda: all(d[0] in c.seen for c in clients for d in deposits), WAIT)
     fig["runs"]["streams open"] = await asyncio.to_thread(reads)
     for task in tasks:
@@ -116,6 +123,9 @@ async def _measure(ctx: Context, procs: Processes, port: int, chain: tuple, read
     await asyncio.gather(*tasks, return_exceptions=True)
     fig["errors"] = [c.error for c in clients if c.error]
     fig["pairs"] = [[c.seen[tx] - at for c in clients if tx in c.seen] for tx, _, at in deposits]
+    offset = time.time() - time.monotonic()  # the wall clock of createdAt on the monotonic one
+    stamp = lambda x: datetime.fromisoformat(x).timestamp() if x else math.nan  # noqa: E731
+    fig["written"] = [stamp(Client.written.get(tx)) - offset - at for tx, _, at in deposits]
     await asyncio.sleep(2)
     fig["runs"]["no streams (after)"] = await asyncio.to_thread(reads)
     return fig
@@ -123,20 +133,24 @@ async def _measure(ctx: Context, procs: Processes, port: int, chain: tuple, read
 
 def _report(result: SectionResult, fig: dict) -> None:
     pairs = [x for one in fig["pairs"] for x in one]
-    spread = sorted(max(one) - min(one) for one in fig["pairs"] if one) or [float("nan")]
-    p = [load.percentile(pairs or [float("nan")], q) for q in (0.5, 0.95, 1)]
+    streamed = [x - at for one, at in zip(fig["pairs"], fig["written"], strict=True) for x in one]
+    p, pw, ps = (
+        [load.percentile(x or [math.nan], q) for q in (0.5, 0.95, 1)]
+        for x in [pairs, fig["written"], streamed]
+    )
     missed, (before, opened), runs = STREAMS * DEPOSITS - len(pairs), fig["rss"], fig["runs"]
     loaded, without = runs["streams open"], [runs[f"no streams ({k})"] for k in ("before", "after")]
     ratio = loaded.p99_ms / load.merge(without).p99_ms  # over the mean of before and after
     result.columns = ["figure", "value"]
     result.rows = [
-        ["streams opened", f"{STREAMS:,} in {fig['open s']:.1f} s, {len(fig['errors'])} failed"],
-        ["confirmation to message, s", "p50 {:.2f}, p95 {:.2f}, max {:.2f}".format(*p)],
-        ["(client, deposit) pairs", f"{len(pairs):,} received, {missed:,} missed"],
-        ["first to last client, s", f"median {spread[len(spread) // 2]:.2f}, max {spread[-1]:.2f}"],
+        ["streams", f"{STREAMS:,} opened in {fig['open s']:.1f} s, {len(fig['errors'])} failed"],
+        ["confirmation to message, s", QUANTILES.format(*p)],
+        ["  of which to the outbox row", QUANTILES.format(*pw)],
+        ["  and from it to the client", QUANTILES.format(*ps)],
+        ["(client, deposit) messages", f"{len(pairs):,} received, {missed:,} missed"],
         ["stream process RSS", f"{before / 1024:.1f} MiB, {opened / 1024:.1f} MiB streams open"],
         ["RSS per open stream", f"{(opened - before) / STREAMS:.1f} KiB"],
-        *([f"WSGI reads, {k}", WRK.format(w)] for k, w in runs.items()),
+        *([f"WSGI reads, {k}", WRK.format(w, w.cpu.cores("stream"))] for k, w in runs.items()),
     ]
     result.failures += [f"WSGI reads, {k}: {w.errors} errors" for k, w in runs.items() if w.errors]
     result.failures += [f"{missed} (client, deposit) message(s) never arrived"] if missed else []
@@ -150,7 +164,6 @@ def _report(result: SectionResult, fig: dict) -> None:
     description = f"WSGI reads' p99 with the streams open within {MAX_P99_FACTOR:g}x of without"
     result.target(description, ratio, detail, at_most=MAX_P99_FACTOR)
     result.notes.append(
-        f"{STREAMS:,} streams, no filter; {DEPOSITS} deposits {SPACING:g} s apart; latency: the "
-        "confirming block to each client's read (nearest rank). WSGI reads: wrk on GET "
-        "/lat/{latETH}/events (web: 2 gthread workers), the streams idle. Noisy on shared cores."
+        f"No stream filter; deposits {SPACING:g} s apart; nearest rank. WSGI reads: wrk on GET "
+        "/lat/{latETH}/events (web: 2 gthread workers); keep-alives every 5 s (default 15)."
     )

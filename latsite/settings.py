@@ -377,6 +377,9 @@ WEBHOOK_DISABLE_AFTER = env.float("WEBHOOK_DISABLE_AFTER", default=3 * 86400)
 WEBHOOK_WORKERS = env.int("WEBHOOK_WORKERS", default=32)
 WEBHOOK_PER_ENDPOINT = env.int("WEBHOOK_PER_ENDPOINT", default=4)
 WEBHOOK_POLL_SECONDS = env.float("WEBHOOK_POLL_SECONDS", default=0.5)
+# A delivery claimed for an attempt is sent again after this many seconds when its attempt was not
+# recorded (its dispatcher died mid-attempt); at least twice WEBHOOK_TIMEOUT.
+WEBHOOK_LEASE_SECONDS = env.float("WEBHOOK_LEASE_SECONDS", default=120)
 # /health is degraded when the oldest webhook event or delivery due waits longer than this.
 WEBHOOK_LAG_ALERT_SECONDS = env.float("WEBHOOK_LAG_ALERT_SECONDS", default=60)
 

@@ -36,9 +36,9 @@ from webhooks.models import Delivery
 from webhooks.outbox import NOTIFY_CHANNEL
 from webhooks.sending import AttemptResult, Signed, attempt_send
 from webhooks.services import (
-    DISPATCH_LEASE,
     delivery_record_attempt,
     delivery_signed,
+    dispatch_lease,
     outbox_fan_out,
 )
 
@@ -127,7 +127,7 @@ class Dispatcher:
                     busy[delivery.endpoint_id] += 1
                     claimed.append(delivery)
             Delivery.objects.filter(id__in=[d.id for d in claimed]).update(
-                next_attempt_at=now + DISPATCH_LEASE
+                next_attempt_at=now + dispatch_lease()
             )
         for delivery in claimed:
             job = _Job(

@@ -30,9 +30,13 @@ from webhooks.targets import refusal, webhook_url_check
 logger = logging.getLogger(__name__)
 
 ROTATION_OVERLAP = timedelta(hours=24)  # the previous secret keeps signing beside the new one
-# A delivery claimed for an attempt is sent again if the attempt was not recorded by then (the
-# dispatcher died mid-attempt): well above the attempt's own deadline.
-DISPATCH_LEASE = timedelta(seconds=120)
+
+
+def dispatch_lease() -> timedelta:
+    """How long a delivery claimed for an attempt is held: it is sent again if the attempt was
+    not recorded by then (the dispatcher died mid-attempt). settings.WEBHOOK_LEASE_SECONDS, and
+    never less than twice the attempt's own deadline."""
+    return timedelta(seconds=max(settings.WEBHOOK_LEASE_SECONDS, 2 * settings.WEBHOOK_TIMEOUT))
 
 
 # --- endpoints ----------------------------------------------------------------------------------
@@ -295,7 +299,7 @@ def endpoint_test(*, endpoint: Endpoint) -> Attempt:
     with transaction.atomic():
         event = outbox_ping(endpoint=endpoint)
         delivery = Delivery.objects.create(
-            endpoint=endpoint, event=event, next_attempt_at=timezone.now() + DISPATCH_LEASE
+            endpoint=endpoint, event=event, next_attempt_at=timezone.now() + dispatch_lease()
         )
     at = timezone.now()
     result = attempt_send(delivery_signed(delivery))

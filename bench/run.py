@@ -24,7 +24,7 @@ from bench.context import Context, SectionResult, table
 
 SECTIONS = {
     name: importlib.import_module(f"bench.sections.{name}")
-    for name in "api restaking indexing activity faults freshness peers stream".split()
+    for name in "api restaking indexing activity faults freshness peers stream webhooks".split()
 }
 # The Makefile's TEST_ENV, so that `python bench/run.py` also works without `make`.
 TEST_ENV_DEFAULTS = {

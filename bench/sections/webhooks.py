@@ -1,0 +1,178 @@
+"""Section `webhooks`: the Procfile's web, follower and webhooks processes on anvil with the
+devnet (latETH synced, chain 31337 at 2 confirmations); receivers are asyncio HTTP servers on
+loopback in the bench process (WEBHOOK_ALLOW_HTTP, WEBHOOK_ALLOW_PRIVATE_HOSTS, their ports
+allowed), registered through the API with a key from `lat_apikey`.
+(a) 20 deposits of latETH, each 1 s after the last one's confirmation, to 10 endpoints: seconds
+from the confirming block mined to each endpoint's first POST of the deposit (200 samples).
+(b) Per run, 10,000 events written straight into the outbox (one INSERT ... SELECT of
+deposit-shaped payloads and the outbox's NOTIFY: the dispatcher is measured, not the indexer),
+event i naming wallet i mod 50, endpoint j subscribed to wallet j. Runs A: 49 endpoints that
+answer at once; runs B: the same beside a 50th that accepts and never answers (it holds 4 of the
+32 send threads throughout). Order A B B A (both sides see the machine's drift); latency from
+the INSERT's commit to each POST received by the 49, merged per side for the target."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+import requests
+
+from bench import PYTHON, dataset, python, rpc
+from bench.context import HOST, NO_LIMIT, Context, Processes, SectionResult, wait_until
+from bench.load import percentile
+from devchain.anvil import free_port
+
+TITLE = "Webhooks: confirmation to first attempt; throughput beside an endpoint that never answers"
+DEPOSITS, LATENCY_ENDPOINTS, EVENTS, ENDPOINTS, TARGET_P95, MAX_RATIO = 20, 10, 10_000, 50, 2, 1.5
+COLUMNS = ["run", "endpoints", "deliveries", "seconds", "deliveries/s", "p50 s", "p95 s", "max s"]
+SETTINGS = {"LOG_LEVEL": "WARNING", "CHAIN_CONFIRMATIONS_31337": "2", "DJANGO_DEBUG": "false",
+    "SECURE_SSL_REDIRECT": "false", "ALLOWED_HOSTS": HOST, "WEB_CONCURRENCY": "1",
+    "RATE_LIMIT_ANON": NO_LIMIT, "RATE_LIMIT_KEYED": NO_LIMIT, "WEBHOOKS_PER_KEY": "99",
+    "WEBHOOK_ALLOW_HTTP": "true", "WEBHOOK_ALLOW_PRIVATE_HOSTS": "true"}  # fmt: skip
+INSERT = """INSERT INTO webhooks_outboxevent
+    (event_id, type, lat_id, block_number, log_index, wallets, payload, created_at, removed)
+SELECT e.id, 'deposit', %(lat)s::bigint, i, 0, jsonb_build_array(e.w), jsonb_build_object('id',
+    e.id, 'type', 'deposit', 'createdAt', now(), 'data', jsonb_build_object('type', 'deposit',
+    'blockNumber', i, 'blockTimestamp', now(), 'transactionHash', '0x' || md5(e.id) || md5(e.id),
+    'logIndex', 0, 'lat', %(address)s::text, 'chainId', 31337, 'args', jsonb_build_object(
+    'sender', e.w, 'receiver', e.w, 'asset', e.w, 'amount', '1' || repeat('0', 18), 'shares',
+    '1' || repeat('0', 18)))), now(), false
+FROM generate_series(1, %(n)s) i, LATERAL (SELECT %(run)s::text || i AS id,
+    '0x' || lpad(to_hex(i %% %(k)s + 1), 40, '0') AS w) e"""
+
+
+class Receivers:
+    """HTTP servers on one asyncio loop in a thread; `got[port][id]`: its first POST's time."""
+
+    def __init__(self) -> None:
+        self.loop, self.got = asyncio.new_event_loop(), {}
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+
+    def add(self, *, answers: bool = True) -> int:
+        async def serve(reader, writer) -> None:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+                while not answers:
+                    await asyncio.sleep(3600)
+                size = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+                await reader.readexactly(int(size.group(1)) if size else 0)
+                if found := re.search(rb"(?i)\r\nwebhook-id: *(\S+)", head):
+                    self.got[port].setdefault(found.group(1).decode(), time.monotonic())
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                await writer.drain()
+            except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                pass
+            finally:
+                writer.close()
+
+        start = asyncio.start_server(serve, HOST, 0, backlog=1024)
+        server = asyncio.run_coroutine_threadsafe(start, self.loop).result()
+        port = server.sockets[0].getsockname()[1]
+        self.got[port] = {}
+        return port
+
+    def since(self, ports: list[int], prefix: str, start: float) -> list[float]:
+        """Seconds from `start` to the first POST of each id starting with `prefix`."""
+        got = [self.got[port].copy().items() for port in ports]  # copy(): atomic
+        return [at - start for items in got for i, at in items if i.startswith(prefix)]
+
+
+def quantiles(got: list[float]) -> list[str]:
+    return [f"{percentile(got, q):.2f}" for q in (0.5, 0.95, 1.0)] if got else ["-"] * 3
+
+
+def run(ctx: Context, result: SectionResult) -> None:
+    result.columns, rx = COLUMNS, Receivers()
+    ports = [rx.add() for _ in range(ENDPOINTS - 1)] + [rx.add(answers=False)]
+    with ctx.devnet("webhooks", synced=True) as (rpc_url, manifest, db_url):
+        env = {**ctx.env, **SETTINGS, "DATABASE_URL": db_url, "RPC_URL": rpc_url}
+        env |= {"PATH": f"{Path(PYTHON).parent}{os.pathsep}{os.environ['PATH']}"}
+        env |= {"PORT": str(free_port()), "WEBHOOK_ALLOWED_PORTS": ",".join(map(str, ports))}
+        api, base = requests.Session(), f"http://{HOST}:{env['PORT']}/webhooks"
+        key = python("manage.py", "lat_apikey", "create", "--name", "bench", env=env).split()[-1]
+        api.headers["X-API-Token"] = key
+
+        def register(port: int, **filters) -> str:
+            answer = api.post(base, json={"url": f"http://{HOST}:{port}/", **filters})
+            if answer.status_code != 201:
+                raise RuntimeError(f"POST /webhooks: {answer.status_code} {answer.text[:300]}")
+            return answer.json()["data"]["id"]
+
+        with Processes(ctx.log) as procs:
+            procs.procfile(("web", "follower", "webhooks"), env)
+            if not wait_until(lambda: api.get(base, timeout=2).ok, 90, procs.dead):
+                raise RuntimeError("web did not answer GET /webhooks within 90 s")
+            hooks = [register(port) for port in ports[:LATENCY_ENDPOINTS]]
+            _latency(result, rx, ports[:LATENCY_ENDPOINTS], (rpc_url, manifest), procs)
+            for hook in hooks:
+                api.delete(f"{base}/{hook}").raise_for_status()
+            for j, port in enumerate(ports[:-1]):  # one per wallet; the 50th in runs B only
+                register(port, wallets=[f"0x{j + 1:040x}"])
+            merged, silent = {"A": [], "B": []}, None
+            for k, side in enumerate("ABBA", 1):
+                if side == "B" and silent is None:
+                    silent = register(ports[-1], wallets=[f"0x{ENDPOINTS:040x}"])
+                elif side == "A" and silent is not None:
+                    api.delete(f"{base}/{silent}").raise_for_status()
+                    silent = None
+                got = _burst(rx, ports[:-1], db_url, manifest, f"evt_bench_{k}_", procs)
+                merged[side] += got
+                row = [str(len(got)), f"{max(got):.1f}", f"{len(got) / max(got):.0f}"]
+                label = f"({k}) {side}: 49" + " + 1 never answering" * (side == "B")
+                result.rows.append([label, str(len(ports) - (side == "A")), *row, *quantiles(got)])
+    p95 = {side: percentile(got, 0.95) for side, got in merged.items()}
+    description = f"(b) the 49's p95 with one never answering within {MAX_RATIO:g}x of without"
+    ratio, detail = p95["B"] / p95["A"], f"{p95['B']:.2f} s / {p95['A']:.2f} s"
+    result.target(description, ratio, f"{detail} = {ratio:.2f}x", at_most=MAX_RATIO)
+    result.notes.append(__doc__.split("\n", 4)[4])
+
+
+def _burst(rx: Receivers, ports: list[int], db_url: str, manifest: dict, prefix: str, procs):
+    """EVENTS events into the outbox at once: seconds from the commit to each POST received."""
+    with dataset.connect(db_url) as conn:
+        (lat,) = conn.execute("SELECT id FROM lats_lat WHERE symbol = 'latETH'").fetchone()
+        args = {"lat": lat, "address": manifest["proxyAddress"], "n": EVENTS, "k": ENDPOINTS}
+        conn.execute(INSERT, {**args, "run": prefix})
+        conn.execute("NOTIFY lat_webhooks")
+    committed, want = time.monotonic(), EVENTS // ENDPOINTS * len(ports)
+    if not wait_until(lambda: len(rx.since(ports, prefix, committed)) >= want, 1800, procs.dead, 1):
+        raise RuntimeError(f"{prefix}: not every event delivered within 1800 s")
+    return rx.since(ports, prefix, committed)
+
+
+def _latency(result: SectionResult, rx: Receivers, ports: list[int], chain: tuple, procs) -> None:
+    """A warm-up deposit until every endpoint got it, then the DEPOSITS: (a)'s row and target."""
+    from devchain.devnet import make_deposits
+
+    (url, manifest), made = chain, []
+
+    def deposit() -> tuple[str, float]:
+        done = make_deposits(url, manifest, 12, [manifest["tokens"][0]["address"]], [10**18])
+        while int(rpc(url, "eth_blockNumber"), 16) < done["blockNumber"] + 2:
+            rpc(url, "evm_mine")
+        return f"evt_31337_{done['txHash'].lower()}_", time.monotonic()
+
+    def reached(prefix: str, confirmed: float = 0.0) -> list[float | None]:
+        return [min(rx.since([port], prefix, confirmed), default=None) for port in ports]
+
+    warmup = deposit()[0]
+    if not wait_until(lambda: None not in reached(warmup), 120, procs.dead, 0.05):
+        raise RuntimeError("the warm-up deposit did not reach every endpoint within 120 s")
+    for _ in range(DEPOSITS):
+        made.append(deposit())
+        time.sleep(1.0)
+    wait_until(lambda: all(None not in reached(p) for p, _ in made), 30, procs.dead, 0.05)
+    samples = [s for prefix, confirmed in made for s in reached(prefix, confirmed)]
+    got = [s for s in samples if s is not None]
+    label, count = f"(a) {DEPOSITS} deposits, from confirmation", f"{len(got)}/{len(samples)}"
+    result.rows.append([label, str(len(ports)), count, "-", "-", *quantiles(got)])
+    if len(got) < len(samples):
+        result.failures.append(f"(a): {len(samples) - len(got)} deliveries never received")
+    p95 = percentile(got, 0.95) if got else float("inf")
+    description = f"(a) first attempt p95 at most {TARGET_P95:g} s from confirmation"
+    result.target(description, p95, f"p95 {p95:.2f} s", at_most=TARGET_P95)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from tests.e2e.test_celery import database_url
+from tests.processes import terminate
 from tests.webhooks.conftest import register
 from tests.webhooks.receivers import Answer
 from webhooks.models import Delivery
@@ -71,17 +71,12 @@ class Dispatch:
     def kill(self) -> None:
         assert self.process is not None
         assert self.process.poll() is None, self.tail()
-        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.kill()  # SIGKILL: no shutdown, sends cut off
         self.process.wait(10)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()  # finishes the sends in flight
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+            terminate(self.process, 20)  # SIGTERM finishes the sends in flight
 
     def tail(self) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
@@ -115,7 +110,6 @@ def write_events(lat, first: int, count: int) -> list[str]:
             event = outbox_status_changed(
                 lat=lat, paused=block % 2 == 0, prices_stale=False, state_block=block
             )
-        assert event is not None
         ids.append(event.event_id)
     return ids
 

@@ -66,22 +66,11 @@ def names(event: dict[str, Any], wallet: str) -> bool:
     return any(str(event["args"].get(name, "")).lower() == wallet.lower() for name in WALLET_ARGS)
 
 
-@DEVNET
-def test_events_reach_the_subscribed_endpoints_once_and_exactly_as_filtered(
-    synced, keyed, receiver
-):
-    chain = synced
+def filtered_activity(chain, wallet: str) -> int:
+    """Deposits into two LATs (one to `wallet`), a transfer to the wallet and one from it,
+    then a sync; returns the block before them."""
+    before = chain.w3.eth.block_number
     first, second = chain.manifests[0], chain.manifests[1]
-    wallet = chain.account(5)
-    every, by_type, by_lat, by_wallet = (receiver() for _ in range(4))
-    secrets = {
-        "every": register(keyed, every.url())["secret"],
-        "type": register(keyed, by_type.url(), types=["transfer", "deposit"])["secret"],
-        "lat": register(keyed, by_lat.url(), lats=[second["proxyAddress"].lower()])["secret"],
-        "wallet": register(keyed, by_wallet.url(), wallets=[wallet])["secret"],
-    }
-    registered_at = chain.w3.eth.block_number
-
     token = first["tokens"][0]["address"]
     make_deposits(chain.url, first, 1, [token], [WAD])
     make_deposits(chain.url, first, 2, [token], [2 * WAD], receiver=wallet)
@@ -90,6 +79,24 @@ def test_events_reach_the_subscribed_endpoints_once_and_exactly_as_filtered(
     send(chain, lt.functions.transfer(wallet, WAD // 2), chain.account(1))
     send(chain, lt.functions.transfer(chain.account(6), WAD // 4), wallet)
     sync()
+    return before
+
+
+@DEVNET
+def test_events_reach_the_subscribed_endpoints_once_and_exactly_as_filtered(
+    synced, keyed, receiver
+):
+    chain = synced
+    second = chain.manifests[1]
+    wallet = chain.account(5)
+    every, by_type, by_lat, by_wallet = (receiver() for _ in range(4))
+    secrets = {
+        "every": register(keyed, every.url())["secret"],
+        "type": register(keyed, by_type.url(), types=["transfer", "deposit"])["secret"],
+        "lat": register(keyed, by_lat.url(), lats=[second["proxyAddress"].lower()])["secret"],
+        "wallet": register(keyed, by_wallet.url(), wallets=[wallet])["secret"],
+    }
+    registered_at = filtered_activity(chain, wallet)
     dispatcher = Dispatcher(workers=8, per_endpoint=4)
     try:
         dispatcher.drain()

@@ -45,6 +45,7 @@ from webhooks.services import (
 logger = logging.getLogger(__name__)
 
 _CLAIM_BATCH = 200
+_RECORD_BATCH = 200
 
 
 @dataclass(frozen=True)
@@ -86,23 +87,31 @@ class Dispatcher:
         return done
 
     def _record_finished(self) -> int:
-        count = 0
-        while True:
+        """Record the finished sends, up to _RECORD_BATCH of them in one transaction (one
+        commit for many attempts: the dispatcher's own cost is mostly commits)."""
+        finished = []
+        while len(finished) < _RECORD_BATCH:
             try:
-                job, at, result = self._finished.get_nowait()
+                finished.append(self._finished.get_nowait())
             except queue.Empty:
-                return count
-            try:
-                delivery = delivery_record_attempt(
-                    delivery_id=job.delivery_id, at=at, result=result
-                )
-                telemetry.attempt_recorded(delivery.status, result)
-            except Delivery.DoesNotExist:
-                pass  # its endpoint was deleted during the attempt
-            finally:
+                break
+        if not finished:
+            return 0
+        try:
+            with transaction.atomic():
+                for job, at, result in finished:
+                    try:
+                        delivery = delivery_record_attempt(
+                            delivery_id=job.delivery_id, at=at, result=result
+                        )
+                        telemetry.attempt_recorded(delivery.status, result)
+                    except Delivery.DoesNotExist:
+                        pass  # its endpoint was deleted during the attempt
+        finally:
+            for job, _, _ in finished:
                 self._busy[job.endpoint_id] -= 1
                 self._in_flight.discard(job.delivery_id)
-            count += 1
+        return len(finished)
 
     def _claim_and_send(self) -> int:
         full = [endpoint for endpoint, n in self._busy.items() if n >= self._per_endpoint]
@@ -191,7 +200,8 @@ class Dispatcher:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
-        self._record_finished()
+        while self._record_finished():
+            pass
 
 
 def _due_now() -> bool:

@@ -89,7 +89,7 @@ class Dispatcher:
     def _record_finished(self) -> int:
         """Record the finished sends, up to _RECORD_BATCH of them in one transaction (one
         commit for many attempts: the dispatcher's own cost is mostly commits)."""
-        finished = []
+        finished: list[tuple[_Job, datetime, AttemptResult]] = []
         while len(finished) < _RECORD_BATCH:
             try:
                 finished.append(self._finished.get_nowait())

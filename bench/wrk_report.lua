@@ -1,36 +1,14 @@
--- wrk script of bench/load.py: POSTs its argument as JSON when there is one, counts the answers
--- that are not 200, and prints one JSON line the runner parses.
-local threads = {}
-
-function setup(thread)
-  table.insert(threads, thread)
-end
-
+-- wrk script of bench/load.py: POSTs its argument as JSON when there is one; prints one JSON line
+-- [seconds, requests, errors (answers not 2xx/3xx, socket errors), p50, p90, p99, max ms].
 function init(args)
-  non200 = 0
   if args[1] then -- wrk formats the request after init()
-    wrk.method = "POST"
-    wrk.body = args[1]
-    wrk.headers["Content-Type"] = "application/json"
+    wrk.method, wrk.body, wrk.headers["Content-Type"] = "POST", args[1], "application/json"
   end
 end
 
-function response(status, headers, body)
-  if status ~= 200 then
-    non200 = non200 + 1
-  end
-end
-
-function done(summary, latency, requests)
-  local bad = 0
-  for _, thread in ipairs(threads) do
-    bad = bad + thread:get("non200")
-  end
-  local e = summary.errors
-  io.write(string.format(
-    'BENCH_JSON {"requests": %d, "duration_us": %d, "non200": %d, "socket_errors": %d, '
-      .. '"p50_us": %d, "p90_us": %d, "p99_us": %d, "max_us": %d}\n',
-    summary.requests, summary.duration, bad, e.connect + e.read + e.write + e.timeout,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max
-  ))
+function done(s, latency)
+  local e, q = s.errors, function(p) return latency:percentile(p) / 1000 end
+  io.write(string.format("BENCH_JSON [%f, %d, %d, %f, %f, %f, %f]\n", s.duration / 1e6,
+    s.requests, e.status + e.connect + e.read + e.write + e.timeout, q(50), q(90), q(99),
+    latency.max / 1000))
 end

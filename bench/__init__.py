@@ -4,8 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-PYTHON = sys.executable
+REPO, PYTHON = Path(__file__).resolve().parent.parent, sys.executable
 
 
 def python(*args: str, env: dict[str, str]) -> str:
@@ -16,9 +15,9 @@ def python(*args: str, env: dict[str, str]) -> str:
     return done.stdout
 
 
-def rpc(url: str, method: str, *params, session=None, timeout: float = 300):
+def rpc(url: str, method: str, *params, session=None):
     """One JSON-RPC call to a node: its result."""
     import requests
 
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}
-    return (session or requests).post(url, json=body, timeout=timeout).json()["result"]
+    return (session or requests).post(url, json=body, timeout=300).json()["result"]

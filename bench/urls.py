@@ -1,5 +1,5 @@
-"""The service's URLs with `GET /bench/baseline` in front: constant JSON through the same
-middleware, DRF view and throttle, no database (the stack's own cost)."""
+"""The service's URLs behind `GET /bench/baseline`: constant JSON through the same middleware, DRF
+view and throttle, no database (the stack's own cost)."""
 
 from django.urls import include, path
 from rest_framework.response import Response
@@ -15,5 +15,4 @@ class BaselineView(APIView):
         return Response({"data": [{"name": "baseline", "value": "1000000000000000000"}]})
 
 
-# Before latsite's routes: they end with a catch-all 404.
 urlpatterns = [path("bench/baseline", BaselineView.as_view()), path("", include("latsite.urls"))]

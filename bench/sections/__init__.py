@@ -1,2 +1,0 @@
-"""One module per measured thing, each with `TITLE` and `run(ctx, result)`; bench/run.py lists
-them in running order."""

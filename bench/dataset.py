@@ -131,7 +131,7 @@ FROM (
         END AS kind,
         pg_temp.holder(mod(i * 7919, 100000)) AS a1, pg_temp.holder(mod(i * 104729, 100000)) AS a2,
         floor(random() * 1e21)::numeric + 1 AS v
-    FROM (SELECT i, random() AS r FROM generate_series(0, 999999)::bigint AS i) AS g
+    FROM (SELECT i, random() AS r FROM generate_series(0::bigint, 999999) AS i) AS g
 ) AS e
 """
 HOLDERS_SQL = """

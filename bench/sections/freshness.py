@@ -73,7 +73,8 @@ def _watch(url: str, seen: dict[str, float], errors: list, halt: threading.Event
     session, etag, polls = requests.Session(), "", 0
     while not halt.wait(POLL):
         try:
-            response = session.get(url, headers={"If-None-Match": etag}, timeout=10)
+            headers = {"If-None-Match": etag} if etag else {}
+            response = session.get(url, headers=headers, timeout=10)
             now, polls = time.monotonic(), polls + 1
             if response.status_code == 200:
                 etag = response.headers.get("ETag", "")

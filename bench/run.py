@@ -19,8 +19,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import dataset
 from bench.context import Context, SectionResult
 
-SECTIONS = ("api", "restaking", "indexing", "activity", "faults", "freshness", "peers", "stream")
-SECTIONS += ("webhooks",)
+SECTIONS = (  # in running order, each bench/sections/<name>.py
+    "api",
+    "restaking",
+    "indexing",
+    "activity",
+    "faults",
+    "freshness",
+    "peers",
+    "stream",
+    "webhooks",
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

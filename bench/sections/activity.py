@@ -45,12 +45,12 @@ def run(ctx: Context, result: SectionResult) -> None:
     measures = {"ceiling": "eth_getLogs, JSON parsed"}
     measures |= {"decoded": "eth_getLogs + chain.activity decoder"}
     measures |= {"indexer": "deposit_index (service, fresh tables)"}
-    rows, rates = index_rows(result, figures, measures, CHAIN_EVENTS, blocks=True)
+    rows, rates, runs = index_rows(result, figures, measures, CHAIN_EVENTS, blocks=True)
     result.notes += ["\nEvent indexing on anvil:", *table(INDEX_COLUMNS, rows)]
     check, same = figures["check"], figures["check"]["balances"] == figures["check"]["supply"]
     types = ", ".join(f"{k} {v:,}" for k, v in sorted(check["types"].items()))
     result.notes.append(
-        f"{index_runs(figures, measures)}\nevents stored by type: {types}; holders "
+        f"{runs}\nevents stored by type: {types}; holders "
         f"{check['holders']:,} (tally {check['tally']:,}); balances sum {check['balances']} = "
         f"totalSupply {check['supply']}: {'yes' if same else 'NO'}; the indexer runs at "
         f"{rates['indexer'] / rates['ceiling']:.0%} of eth_getLogs alone (information, no target)"
@@ -60,7 +60,6 @@ def run(ctx: Context, result: SectionResult) -> None:
 
 
 def endpoints(ctx: Context, result: SectionResult) -> dict[str, str]:
-    """Name: path of the baseline and the four pages; loads the data first if needed."""
     ctx.django()
     from activity.api.views import EVENT_CURSOR_VERSION
     from activity.selectors import FEED_TYPES
@@ -93,9 +92,8 @@ def endpoints(ctx: Context, result: SectionResult) -> dict[str, str]:
 
 
 def index_rows(result, figures: dict, measures: dict, at_least: int, blocks=False):
-    """A row per measure of the probe's figures (its best run): name, events, (blocks), seconds,
-    events/s and the rate over eth_getLogs'; a failure unless every indexer run stored as many
-    events as eth_getLogs read (and at least `at_least`). The rows and the rates."""
+    """The probe's best run of each measure as a row, the rates, and every run's seconds; a
+    failure unless each indexer run stored what eth_getLogs read (at least `at_least`)."""
     best = {k: min(figures[k], key=lambda r: r["seconds"]) for k in measures}
     rates = {k: r["events"] / r["seconds"] for k, r in best.items()}
     rows, extra = [], [str(figures["blocks"])] if blocks else []
@@ -105,19 +103,13 @@ def index_rows(result, figures: dict, measures: dict, at_least: int, blocks=Fals
     stored, logs = [r["events"] for r in figures["indexer"]], best["ceiling"]["events"]
     if any(n != logs for n in stored) or logs < at_least:
         result.failures.append(f"indexer stored {stored} events; eth_getLogs read {logs}")
-    return rows, rates
-
-
-def index_runs(figures: dict, measures) -> str:
     runs = (f"{k} " + ", ".join(f"{r['seconds']:.2f}s" for r in figures[k]) for k in measures)
-    return "runs: " + "; ".join(runs)
+    return rows, rates, "runs: " + "; ".join(runs)
 
 
 def generate(rpc_url: str, manifest: dict, events: int) -> int:
-    """At least `events` events: each transaction of the helper contract makes DEPOSITS deposits
-    (a mint and an AssetDeposited each) and one to itself, TRANSFERS transfers and BURNS burns
-    of its LAT; every ADMIN_EVERY the owner pauses, unpauses, sets a price and delegates then
-    undelegates node 2. The number of transactions."""
+    """At least `events` events (bench/contracts/ActivityBatch.sol, and every ADMIN_EVERY
+    transactions a pause, unpause, price and delegation): the number of transactions."""
     from devchain.compile import compile_files
     from devchain.devnet import BENCH_SENDER, DEPLOYER, OPERATORS, connect, contract
 

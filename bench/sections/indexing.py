@@ -7,7 +7,7 @@ import time
 
 from bench import dataset
 from bench.context import Context, SectionResult
-from bench.sections.activity import index_rows, index_runs
+from bench.sections.activity import index_rows
 
 TITLE = "Backfill of a new LAT beside 1,000,000 stored deposits, on anvil (events per second)"
 MIN_RATIO = 0.50
@@ -24,14 +24,11 @@ def run(ctx: Context, result: SectionResult) -> None:
         dataset.prepare(db_url, ctx.env, ctx.args.deposits, ctx.log)  # kept from run to run
         deposit_many(rpc_url, manifest, DEPOSITS, per_tx=100)
         ctx.log(f"indexing: chain and database ready in {time.perf_counter() - began:.0f} s")
-        figures = ctx.probe(
-            "bench.sections.activity", rpc_url, manifest, db_url, str(SPAN), "2", "ceiling"
-        )
-    measures = {
-        "ceiling": "eth_getLogs, JSON parsed (ceiling)",
-        "indexer": "deposit_index (service)",
-    }
-    result.rows, rates = index_rows(result, figures, measures, 2 * DEPOSITS)
+        args = (rpc_url, manifest, db_url, str(SPAN), "2", "ceiling")
+        figures = ctx.probe("bench.sections.activity", *args)
+    measures = {"ceiling": "eth_getLogs, JSON parsed (ceiling)"}
+    measures["indexer"] = "deposit_index (service)"
+    result.rows, rates, runs = index_rows(result, figures, measures, 2 * DEPOSITS)
     if (deposits := min(r["deposits"] for r in figures["indexer"])) < DEPOSITS:
         result.failures.append(f"indexer stored {deposits} deposits; the chain has {DEPOSITS}")
     ratio = rates["indexer"] / rates["ceiling"]
@@ -40,6 +37,6 @@ def run(ctx: Context, result: SectionResult) -> None:
     result.notes.append(
         f"The database held {ctx.args.deposits:,} deposits of chain 1 from block 20,000,000 on; "
         "the devnet's LAT (chain 31337) starts below block 1,000, so each of its deposits sorts "
-        f"before every stored one.\nblock range {SPAN}; {index_runs(figures, measures)}; the "
-        f"listing's counts after the backfill equal the rows: {figures['check']['counts_ok']}"
+        f"before every stored one.\nblock range {SPAN}; {runs}; the listing's counts after the "
+        f"backfill equal the rows: {figures['check']['counts_ok']}"
     )

@@ -163,8 +163,7 @@ WHERE indrelid = ANY(%(tables)s::regclass[]) AND NOT indisprimary
 """
 
 
-def with_database(url: str, name: str) -> str:
-    """The same server and credentials as `url`, another database."""
+def with_database(url: str, name: str) -> str:  # the same server and credentials
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
@@ -180,7 +179,6 @@ def manage(env: dict[str, str], db_url: str, *args: str) -> None:
 
 
 def create_database(db_url: str, *, recreate: bool = False) -> None:
-    """Create the database if missing, or afresh (only a database named *bench*)."""
     name = urlsplit(db_url).path.lstrip("/")
     assert "bench" in name or not recreate, f"refusing to drop {name}"
     with connect(with_database(db_url, "postgres"), autocommit=True) as conn:
@@ -230,8 +228,7 @@ def prepare(db_url: str, env: dict[str, str], deposits: int, log) -> float | Non
 
 
 def prepare_activity(db_url: str) -> float | None:
-    """`activity`'s holders (their tally and rank buckets) and events of the first LAT: the
-    seconds loading took, or None when they were there."""
+    """`activity`'s holders, their tally and rank buckets, and events: seconds it took, or None."""
     from deposits.models import holder_bucket_floors
 
     params = {"asset": TOKEN.lower(), "zero": "0x" + "0" * 40, "events": EVENTS, "holders": HOLDERS}

@@ -85,13 +85,11 @@ def stat(pid: int | str) -> list[str]:
         return []
 
 
-def ticks(pids) -> dict[int, int]:
-    """utime + stime of each process, in clock ticks."""
+def ticks(pids) -> dict[int, int]:  # utime + stime of each process, in clock ticks
     return {pid: sum(int(x) for x in stat(pid)[11:13]) for pid in pids}
 
 
-def children_of(pid: int) -> list[int]:
-    """pid and its descendants."""
+def children_of(pid: int) -> list[int]:  # pid and its descendants
     parents: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and (fields := stat(entry.name)):

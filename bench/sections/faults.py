@@ -91,7 +91,6 @@ def _simulations(result: SectionResult, answers: list[tuple[int, float]], timeou
 
 
 def _phases(ctx, result, paths, timeout, in_flight, retry_after) -> tuple[dict, list]:
-    """The reads' loads of each phase, and the simulations' answers."""
     port, dead = free_port(), socket.socket()
     dead.bind((HOST, 0))
     dead.listen(1024)  # never accept()ed: the requests sit in the socket buffers
@@ -149,8 +148,8 @@ def _phases(ctx, result, paths, timeout, in_flight, retry_after) -> tuple[dict, 
 
 
 def _simulate(url: str, done: threading.Event, timeout: float) -> list[tuple[int, float]]:
-    """One client POSTing a deposit to simulate until `done`: (status, seconds) of each answer,
-    status 0 for a socket error."""
+    """One client POSTing a deposit to simulate until `done`: each answer's status (0 for a
+    socket error) and seconds."""
     session, answers = requests.Session(), []
     while not done.is_set():
         began = time.perf_counter()

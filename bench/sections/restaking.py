@@ -79,7 +79,7 @@ def _fund(rpc_url: str, manifest: dict) -> str:
 
 
 def _sides(base: str, rpc_url: str, manifest: dict, sender: str) -> list[tuple]:
-    """(URL, JSON body or None) of simulate-deposit, its raw batch, the baseline, the build."""
+    # (URL, JSON body or None) of simulate-deposit, its raw batch, the baseline, the build
     from eth_utils import to_checksum_address
 
     from chain.abi import function

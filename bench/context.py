@@ -98,6 +98,14 @@ class Processes:
             self.procs[name] = subprocess.Popen(cmd, stdout=out, start_new_session=True, **kw)
         return self.procs[name]
 
+    def procfile(self, names, env: dict[str, str]) -> None:
+        """The Procfile's processes `names`, as it lists them (web bound to 127.0.0.1)."""
+        lines = (REPO / "Procfile").read_text().splitlines()
+        commands = dict(line.split(": ", 1) for line in lines if ": " in line)
+        for name in names:
+            command = commands[name].strip().replace("0.0.0.0", HOST)
+            self.start(name, ["/bin/sh", "-c", f"exec {command}"], env)
+
     def tail(self, name: str, lines: int = 30) -> str:
         return "\n".join((self.dir / f"{name}.log").read_text().splitlines()[-lines:])
 

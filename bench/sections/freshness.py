@@ -11,13 +11,13 @@ from pathlib import Path
 
 import requests
 
-from bench import PYTHON, REPO, rpc
+from bench import PYTHON, rpc
 from bench.context import HOST, NO_LIMIT, Context, Processes, SectionResult, wait_until
 from bench.load import percentile
 from devchain.anvil import free_port
 
 TITLE = "Deposit freshness: confirmation to GET /metrics/deposits (Procfile vs beat + worker)"
-CONFIRMATIONS, DEPOSITS, SPACING, POLL, TARGET_P95 = 2, 20, 1.0, 0.05, 2.0  # SPACING, POLL: s
+CHAIN_ID, CONFIRMATIONS, DEPOSITS, SPACING, POLL, TARGET_P95 = 31337, 2, 20, 1.0, 0.05, 2.0
 WALLET, AMOUNT = 12, 2 * 10**18  # anvil account making the deposits, and each one's amount
 RUNS = (  # label, Procfile processes, seconds to wait after the last confirmation
     ("A: Procfile (web, worker, beat, follower)", ("web", "worker", "beat", "follower"), 30.0),
@@ -31,7 +31,7 @@ def run(ctx: Context, result: SectionResult) -> None:
     with ctx.devnet("freshness", synced=True) as (rpc_url, manifest, db_url):
         env = {**ctx.env, "PATH": f"{Path(PYTHON).parent}{os.pathsep}{os.environ['PATH']}"}
         env |= {"DATABASE_URL": db_url, "RPC_URL": rpc_url, "LOG_LEVEL": "WARNING"}
-        env |= {"CHAIN_CONFIRMATIONS_31337": str(CONFIRMATIONS), "PORT": str(free_port())}
+        env |= {f"CHAIN_CONFIRMATIONS_{CHAIN_ID}": str(CONFIRMATIONS), "PORT": str(free_port())}
         env |= {"ALLOWED_HOSTS": "127.0.0.1,localhost"}
         env |= {"WEB_CONCURRENCY": "2", "RATE_LIMIT_ANON": NO_LIMIT, "RATE_LIMIT_KEYED": NO_LIMIT}
         for label, names, wait in RUNS:
@@ -46,7 +46,7 @@ def run(ctx: Context, result: SectionResult) -> None:
         result.target(description, 0, "not every deposit was listed", also=False)
     result.notes.append(
         f"Each run: {DEPOSITS} deposits of latETH about {SPACING:g} s apart (1 warm-up deposit "
-        f"first, not counted), chain 31337 at {CONFIRMATIONS} confirmations, anvil mining "
+        f"first, not counted), chain {CHAIN_ID} at {CONFIRMATIONS} confirmations, anvil mining "
         f"on demand; p50/p95/max from the moment the confirming block was mined to the first API "
         f"answer listing it (nearest rank; polls every {POLL * 1000:.0f} ms); 'receipt' columns "
         "from the deposit's receipt. Run B keeps the default beat schedule (deposits every 30 s): "
@@ -91,12 +91,8 @@ def _run_once(ctx, result, label: str, env: dict, chain: tuple, names, wait: flo
     """The Procfile's processes `names` up (web on 127.0.0.1), one warm-up deposit listed, then
     DEPOSITS deposits SPACING s apart: the run's row, latencies, failures and target."""
     base, seen, errors, halt = f"http://{HOST}:{env['PORT']}", {}, [], threading.Event()
-    lines = (REPO / "Procfile").read_text().splitlines()
-    commands = dict(line.split(": ", 1) for line in lines if ": " in line)
     with Processes(ctx.log) as procs, ThreadPoolExecutor(1) as pool:
-        for name in names:
-            command = commands[name].strip().replace("0.0.0.0", HOST)
-            procs.start(name, ["/bin/sh", "-c", f"exec {command}"], env)
+        procs.procfile(names, env)
 
         def health() -> bool:
             return requests.get(f"{base}/health", timeout=2).status_code == 200

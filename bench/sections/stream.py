@@ -112,12 +112,14 @@ async def _measure(ctx: Context, procs: Processes, port: int, chain: tuple, read
     fig["open s"] = time.monotonic() - began
     await asyncio.sleep(2)
     fig["rss"].append(rss_kib())
+    # Before the deposits: the follower's work after them (state, snapshots) would load the
+    # machine during the reads.
+    fig["runs"]["streams open"] = await asyncio.to_thread(reads)
     deposits = []
     for _ in range(DEPOSITS):  # SPACING s apart, or as fast as they go
         made = asyncio.gather(asyncio.to_thread(_deposit, chain), asyncio.sleep(SPACING))
         deposits.append((await made)[0])
     await until(lambda: all(d[0] in c.seen for c in clients for d in deposits), WAIT)
-    fig["runs"]["streams open"] = await asyncio.to_thread(reads)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -126,7 +128,7 @@ async def _measure(ctx: Context, procs: Processes, port: int, chain: tuple, read
     offset = time.time() - time.monotonic()  # the wall clock of createdAt on the monotonic one
     stamp = lambda x: datetime.fromisoformat(x).timestamp() if x else math.nan  # noqa: E731
     fig["written"] = [stamp(Client.written.get(tx)) - offset - at for tx, _, at in deposits]
-    await asyncio.sleep(2)
+    await asyncio.sleep(5)  # the follower's work after the deposits done
     fig["runs"]["no streams (after)"] = await asyncio.to_thread(reads)
     return fig
 

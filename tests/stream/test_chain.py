@@ -4,10 +4,12 @@ the logs plain web3 decodes (`get_logs`)."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 from django.core.management import call_command
+from django.db import connection as db_connection
 from rest_framework.test import APIClient
 
 from deposits.models import Event
@@ -124,3 +126,47 @@ def test_an_event_orphaned_by_a_reorg_is_withdrawn_on_the_stream(synced, connect
     assert got[1].data["data"]["removedId"] == sent.data["id"]
     assert got[2].data["data"]["transactionHash"] == kept["transactionHash"].to_0x_hex()
     assert [int(m.id) for m in got] == sorted(int(m.id) for m in got)
+
+
+@DEVNET
+def test_a_client_resuming_with_last_event_id_while_deposits_go_on_misses_and_repeats_nothing(
+    synced, connect
+):
+    chain = synced
+    manifest = chain.manifests[0]
+    lat = manifest["proxyAddress"]
+    token = manifest["tokens"][0]["address"]
+    query = f"lats={lat}&types=deposit"
+    before = chain.w3.eth.block_number
+    first = connect(query)
+    time.sleep(0.3)
+    failures: list[BaseException] = []
+
+    def deposits() -> None:  # each deposit indexed (and pushed) at once, as the follower does
+        try:
+            for sender in range(1, 7):
+                make_deposits(chain.url, manifest, sender, [token], [WAD])
+                sync()
+        except BaseException as exc:  # reported by the test
+            failures.append(exc)
+        finally:
+            db_connection.close()  # this thread's
+
+    making = threading.Thread(target=deposits)
+    making.start()
+    try:
+        first.wait(2, timeout=60)
+        first.close()  # away while the deposits go on
+        seen = list(first.messages)
+        time.sleep(1)
+        second = connect(query, Last_Event_ID=seen[-1].id)
+    finally:
+        making.join()
+    assert not failures, failures
+    deposited = [e for e in expected(chain, [manifest], before).values() if e["type"] == "deposit"]
+    assert len(deposited) == 6
+    rest = second.wait(6 - len(seen), timeout=30)
+    got = [m.data["data"] for m in (*seen, *rest)]
+    assert got == sorted(deposited, key=lambda e: (e["blockNumber"], e["logIndex"]))
+    time.sleep(1)
+    assert len(second.messages) == len(rest)  # no repeat

@@ -87,6 +87,7 @@ def test_a_resumed_stream_misses_and_repeats_nothing_while_events_keep_coming(co
             written.extend(row.id for row in write(dataset, 1, first_block=block))
             block += 1
             time.sleep(0.02)
+        connection.close()  # this thread's
 
     writer = threading.Thread(target=keep_writing)
     writer.start()

@@ -132,11 +132,11 @@ def test_an_event_orphaned_by_a_reorg_is_withdrawn_on_the_stream(synced, connect
 def test_a_client_resuming_with_last_event_id_while_deposits_go_on_misses_and_repeats_nothing(
     synced, connect
 ):
-    chain = synced
-    manifest = chain.manifests[0]
-    lat = manifest["proxyAddress"]
-    token = manifest["tokens"][0]["address"]
-    query = f"lats={lat}&types=deposit"
+    chain, manifest = synced, synced.manifests[0]
+    token, query = (
+        manifest["tokens"][0]["address"],
+        f"lats={manifest['proxyAddress']}&types=deposit",
+    )
     before = chain.w3.eth.block_number
     first = connect(query)
     time.sleep(0.3)

@@ -6,9 +6,9 @@ CORS, the request id, the error body and the metrics are those of every endpoint
 if it grants the stream, is held back here: its headers open the stream, and this module keeps
 the connection, not a Django thread, for as long as the client stays (a Django request would
 hold a thread per open stream). Each stream sends, in id order:
-1. the stored feed after the client's cursor up to where the hub stood when it subscribed
-   (the backlog, read in pages);
-2. then what the hub hands it (everything after that point), skipping ids already sent; and
+1. the stored feed after the client's cursor up to the hub's last id (the backlog, read in
+   pages), until it has caught up with the hub;
+2. then what the hub hands it (everything after that id), skipping ids already sent; and
    back to 1 whenever the hub outran its queue (a burst larger than STREAM_BUFFER);
 with a keep-alive comment whenever nothing was sent for STREAM_KEEPALIVE_SECONDS. A client that
 leaves one message unread for STREAM_SEND_TIMEOUT is disconnected: what the process holds for

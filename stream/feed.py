@@ -6,10 +6,10 @@ payload, the webhook payload, is the message's data."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from webhooks.models import OutboxEvent
+from webhooks.outbox import Filters
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,20 +21,8 @@ class Message:
     frame: bytes  # the Server-Sent Events message, encoded once for every stream
 
 
-@dataclass(frozen=True)
-class Filters:
-    """A stream's `lats` (checksummed), `types` and `wallets` (lower-case); empty: any."""
-
-    lats: frozenset[str] = frozenset()
-    types: frozenset[str] = frozenset()
-    wallets: frozenset[str] = frozenset()
-
-    def matches(self, message: Message) -> bool:
-        if self.types and message.type not in self.types:
-            return False
-        if self.lats and message.lat not in self.lats:
-            return False
-        return not (self.wallets and self.wallets.isdisjoint(message.wallets))
+def selected(filters: Filters, message: Message) -> bool:
+    return filters.matches(message.type, message.lat, message.wallets)
 
 
 def sse_frame(message_id: int, kind: str, payload: dict) -> bytes:
@@ -70,14 +58,9 @@ def feed_after(
             :limit
         ]
     )
-    messages = _messages(read)
-    if filters is not None:
-        messages = [message for message in messages if filters.matches(message)]
-    return messages, read[-1][0] if read else after, len(read) == limit
-
-
-def _messages(rows: Iterable[tuple]) -> list[Message]:
-    return [
+    messages = [
         Message(row_id, kind, lat, frozenset(wallets or ()), sse_frame(row_id, kind, payload))
-        for row_id, kind, lat, wallets, payload in rows
+        for row_id, kind, lat, wallets, payload in read
+        if filters is None or filters.matches(kind, lat, wallets or ())
     ]
+    return messages, read[-1][0] if read else after, len(read) == limit

@@ -9,8 +9,8 @@ import secrets
 import threading
 from dataclasses import dataclass
 
-from stream.feed import Filters
 from stream.slots import Slot
+from webhooks.outbox import Filters
 
 GRANT_HEADER = "X-Lat-Stream-Grant"
 # Set by stream/asgi.py on the requests it serves: only there may a stream be granted.

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from core.db import listener_conninfo
-from stream.feed import Filters, Message, feed_after, feed_high
+from stream.feed import Filters, Message, feed_after, feed_high, selected
 from stream.slots import slots_renew
 from webhooks.outbox import NOTIFY_CHANNEL
 
@@ -68,10 +68,6 @@ class Hub:
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
 
-    @property
-    def streams(self) -> int:
-        return len(self._streams)
-
     async def ready(self) -> None:
         """Started (once per process): the feed's newest id known, following it."""
         if self._started is None or (self._started.done() and self._started.exception()):
@@ -115,8 +111,8 @@ class Hub:
 
     def _publish(self, messages: list[Message]) -> None:
         for message in messages:
-            for stream in list(self._streams):
-                if stream.filters.matches(message):
+            for stream in self._streams:
+                if selected(stream.filters, message):
                     stream.offer(message)
         for stream in [stream for stream in self._streams if stream.behind]:
             self.unsubscribe(stream)

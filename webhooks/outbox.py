@@ -20,7 +20,8 @@ it exists; the dispatcher has nothing to do for them).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
@@ -41,6 +42,26 @@ TYPES: tuple[str, ...] = (
 )
 # The args that name a wallet (the `wallets` filter).
 WALLET_ARGS = ("sender", "receiver", "from", "to", "depositor", "initiator")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a subscriber (a webhook endpoint, a live stream) selects of the outbox: `lats`
+    (checksummed), `types` and `wallets` (lower-case); empty: any."""
+
+    lats: frozenset[str] = frozenset()
+    types: frozenset[str] = frozenset()
+    wallets: frozenset[str] = frozenset()
+
+    def matches(self, kind: str, lat: str | None, wallets: Iterable[str]) -> bool:
+        """Whether an event of type `kind`, of the LAT `lat`, naming `wallets` is selected."""
+        if self.types and kind not in self.types:
+            return False
+        if self.lats and lat not in self.lats:
+            return False
+        return not (self.wallets and self.wallets.isdisjoint(wallets))
+
+
 NOTIFY_CHANNEL = "lat_webhooks"
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,10 +18,10 @@ from django.utils import timezone
 from rest_framework_api_key.models import APIKey
 
 from core import outbound
-from core.addresses import address_error, checksum, is_address
+from core.api.params import parse_addresses
 from core.errors import InvalidInput, NotFound
 from webhooks.models import Attempt, Delivery, Endpoint, OutboxEvent
-from webhooks.outbox import TYPES, outbox_ping
+from webhooks.outbox import TYPES, Filters, outbox_ping
 from webhooks.sending import AttemptResult, Signed, attempt_send, url_probe
 from webhooks.signing import secret_new
 from webhooks.targets import refusal, webhook_url_check
@@ -54,15 +53,6 @@ class EndpointFields:
     enabled: bool | None = None
 
 
-def _addresses(values: Sequence[Any], field: str) -> list[str]:
-    out = []
-    for index, value in enumerate(values):
-        if not is_address(value):
-            raise InvalidInput(address_error(f"{field}[{index}]"))
-        out.append(checksum(value))
-    return list(dict.fromkeys(out))
-
-
 def _checked(fields: EndpointFields) -> dict[str, Any]:
     """The fields to store, each checked; InvalidInput naming the field (and the URL's rule)."""
     out: dict[str, Any] = {}
@@ -72,9 +62,9 @@ def _checked(fields: EndpointFields) -> dict[str, Any]:
             raise InvalidInput(f"types must hold only: {', '.join(TYPES)}.")
         out["types"] = list(dict.fromkeys(fields.types))
     if fields.lats is not None:
-        out["lats"] = _addresses(fields.lats, "lats")
+        out["lats"] = parse_addresses(fields.lats, field="lats")
     if fields.wallets is not None:
-        out["wallets"] = [a.lower() for a in _addresses(fields.wallets, "wallets")]
+        out["wallets"] = [a.lower() for a in parse_addresses(fields.wallets, field="wallets")]
     if fields.description is not None:
         out["description"] = fields.description
     if fields.enabled is not None:
@@ -160,12 +150,8 @@ def endpoint_for_key(*, api_key: APIKey, public_id: str) -> Endpoint:
 # --- fan-out ------------------------------------------------------------------------------------
 
 
-def _matches(endpoint: Endpoint, event: OutboxEvent, lat_address: str | None) -> bool:
-    if endpoint.types and event.type not in endpoint.types:
-        return False
-    if endpoint.lats and lat_address not in endpoint.lats:
-        return False
-    return not (endpoint.wallets and not set(endpoint.wallets) & set(event.wallets))
+def _filters(endpoint: Endpoint) -> Filters:
+    return Filters(frozenset(endpoint.lats), frozenset(endpoint.types), frozenset(endpoint.wallets))
 
 
 def outbox_fan_out(*, limit: int = 500) -> int:
@@ -182,6 +168,7 @@ def outbox_fan_out(*, limit: int = 500) -> int:
         if not events:
             return 0
         endpoints = list(Endpoint.objects.filter(enabled=True))
+        filters = {endpoint.id: _filters(endpoint) for endpoint in endpoints}
         now = timezone.now()
         deliveries: list[Delivery] = []
         for event in events:
@@ -198,7 +185,7 @@ def outbox_fan_out(*, limit: int = 500) -> int:
             deliveries.extend(
                 Delivery(endpoint=endpoint, event=event, next_attempt_at=now)
                 for endpoint in candidates
-                if _matches(endpoint, event, lat_address)
+                if filters[endpoint.id].matches(event.type, lat_address, event.wallets)
             )
         Delivery.objects.bulk_create(deliveries, batch_size=1000, ignore_conflicts=True)
         OutboxEvent.objects.filter(id__in=[e.id for e in events]).update(fanned_out_at=now)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, time
+from typing import Any
 
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -19,6 +21,14 @@ def parse_address(value: str | None, *, field: str) -> str:
     if value is None or not is_address(value):
         raise InvalidInput(address_error(field))
     return checksum(value)
+
+
+def parse_addresses(values: Sequence[Any], *, field: str) -> list[str]:
+    """Each value an address (InvalidInput naming `field[index]` otherwise), checksummed, the
+    repeated ones left out, in their order."""
+    return list(
+        dict.fromkeys(parse_address(v, field=f"{field}[{i}]") for i, v in enumerate(values))
+    )
 
 
 def parse_toggle(params, name: str) -> bool:

@@ -9,14 +9,14 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.views import APIView
 
-from core.addresses import ADDRESS_PATTERN, address_error, checksum, is_address
+from core.addresses import ADDRESS_PATTERN
+from core.api.params import parse_addresses
 from core.api.schema import OPTIONAL_API_KEY, error_responses
 from core.api.throttling import client_ident
 from core.errors import InvalidInput, NotFound, Unavailable
-from stream.feed import Filters
 from stream.grants import GRANT_HEADER, SCOPE_KEY, UNAVAILABLE, Grant, grant_issue
 from stream.slots import slot_acquire
-from webhooks.outbox import TYPES
+from webhooks.outbox import TYPES, Filters
 
 CURSOR_MAX = 2**63 - 1
 
@@ -52,13 +52,8 @@ def _parameter(name: str, description: str, item_pattern: str, *, many: bool = T
 
 def _addresses(params, name: str) -> frozenset[str]:
     raw = params.get(name)
-    if not raw:
-        return frozenset()
-    values = [value.strip() for value in raw.split(",")]
-    for index, value in enumerate(values):
-        if not is_address(value):
-            raise InvalidInput(address_error(f"{name}[{index}]"))
-    return frozenset(checksum(value) for value in values)
+    values = [value.strip() for value in raw.split(",")] if raw else []
+    return frozenset(parse_addresses(values, field=name))
 
 
 def _filters(params) -> Filters:

@@ -142,12 +142,7 @@ class EventListView(ConditionalReadMixin, APIView):
             _int_parameter("fromBlock", 0, MAX_BLOCK, "Only events at or after this block."),
             _int_parameter("toBlock", 0, MAX_BLOCK, "Only events at or before this block."),
             take_parameter("Events"),
-            OpenApiParameter(
-                "cursor",
-                cursors.cursor_parameter_schema(),
-                OpenApiParameter.QUERY,
-                description="`meta.next` of the previous page.",
-            ),
+            cursors.cursor_parameter(),
         ],
         responses={200: s.EventListSerializer, **error_responses(*READ_ERRORS)},
     )

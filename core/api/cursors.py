@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import binascii
 
+from drf_spectacular.utils import OpenApiParameter
+
 from core.errors import InvalidInput
 
 CURSOR_MAX_LENGTH = 200
@@ -33,5 +35,11 @@ def cursor_decode(value: str, version: str, parts: int) -> tuple[int, ...]:
     return key
 
 
-def cursor_parameter_schema() -> dict:
-    return {"type": "string", "maxLength": CURSOR_MAX_LENGTH}
+def cursor_parameter(description: str = "`meta.next` of the previous page.") -> OpenApiParameter:
+    """The `cursor` query parameter of a listing paged by these cursors."""
+    return OpenApiParameter(
+        "cursor",
+        {"type": "string", "maxLength": CURSOR_MAX_LENGTH},
+        OpenApiParameter.QUERY,
+        description=description,
+    )

@@ -69,11 +69,8 @@ class DepositListView(ConditionalReadMixin, APIView):
         parameters=[
             skip_parameter("Deposits"),
             take_parameter("Deposits"),
-            OpenApiParameter(
-                "cursor",
-                cursors.cursor_parameter_schema(),
-                OpenApiParameter.QUERY,
-                description="`meta.next` of the previous page; not with a non-zero `skip`.",
+            cursors.cursor_parameter(
+                "`meta.next` of the previous page; not with a non-zero `skip`."
             ),
             _filter_parameter("liquidTokenAddress", "Only deposits into this LAT (proxy)."),
             _filter_parameter("sender", "Only deposits sent by this address."),

@@ -235,12 +235,7 @@ class WebhookDeliveryListView(_KeyedView):
         parameters=[
             _ID_PATH,
             take_parameter("Deliveries"),
-            OpenApiParameter(
-                "cursor",
-                cursors.cursor_parameter_schema(),
-                OpenApiParameter.QUERY,
-                description="`meta.next` of the previous page.",
-            ),
+            cursors.cursor_parameter(),
         ],
         responses={
             200: s.WebhookDeliveryListSerializer,

@@ -40,6 +40,11 @@ _WRITE_ERRORS = ("bad_request", "unprocessable_entity")
 _NO_CONTENT = OpenApiResponse(description="Deleted.")
 
 
+def _schema(**kwargs: Any):
+    """extend_schema of a webhook operation: its tag, and the API key it requires."""
+    return extend_schema(tags=[TAG], auth=KEY_REQUIRED, **kwargs)
+
+
 class HasApiKey(permissions.BasePermission):
     """An API key in X-API-Token (ApiKeyAuthentication); none is a 401."""
 
@@ -95,9 +100,7 @@ def _fields(body: dict[str, Any], *, partial: bool) -> services.EndpointFields:
 
 
 class WebhookListView(_KeyedView):
-    @extend_schema(
-        tags=[TAG],
-        auth=KEY_REQUIRED,
+    @_schema(
         operation_id="webhooks_list",
         summary="The API key's webhook endpoints",
         responses={200: s.WebhookListSerializer, **error_responses()},
@@ -105,9 +108,7 @@ class WebhookListView(_KeyedView):
     def get(self, request):
         return Response({"data": selectors.endpoint_documents(api_key=api_key(request))})
 
-    @extend_schema(
-        tags=[TAG],
-        auth=KEY_REQUIRED,
+    @_schema(
         operation_id="webhooks_create",
         summary="Register a webhook endpoint",
         description=(
@@ -126,9 +127,7 @@ class WebhookListView(_KeyedView):
 
 
 class WebhookDetailView(_KeyedView):
-    @extend_schema(
-        tags=[TAG],
-        auth=KEY_REQUIRED,
+    @_schema(
         operation_id="webhooks_read",
         summary="A webhook endpoint",
         parameters=[_ID_PATH],
@@ -137,9 +136,7 @@ class WebhookDetailView(_KeyedView):
     def get(self, request, id: str):
         return Response({"data": selectors.endpoint_document(self._endpoint(request, id))})
 
-    @extend_schema(
-        tags=[TAG],
-        auth=KEY_REQUIRED,
+    @_schema(
         operation_id="webhooks_update",
         summary="Change a webhook endpoint",
         description="Members left out keep their values; `url` is checked as at creation.",
@@ -158,9 +155,7 @@ class WebhookDetailView(_KeyedView):
         endpoint = services.endpoint_update(endpoint=endpoint, fields=fields)
         return Response({"data": selectors.endpoint_document(endpoint)})
 
-    @extend_schema(
-        tags=[TAG],
-        auth=KEY_REQUIRED,
+    @_schema(
         operation_id="webhooks_delete",
         summary="Delete a webhook endpoint",
         parameters=[_ID_PATH],
@@ -172,9 +167,7 @@ class WebhookDetailView(_KeyedView):
 
 
 class WebhookRotateSecretView(_KeyedView):
-    @extend_schema(
-        tags=[TAG],
-        auth=KEY_REQUIRED,
+    @_schema(
         operation_id="webhooks_rotate_secret",
         summary="A new secret for a webhook endpoint",
         description=(
@@ -195,9 +188,7 @@ class WebhookRotateSecretView(_KeyedView):
 
 
 class WebhookTestView(_KeyedView):
-    @extend_schema(
-        tags=[TAG],
-        auth=KEY_REQUIRED,
+    @_schema(
         operation_id="webhooks_test",
         summary="Send a ping to a webhook endpoint now",
         description=(
@@ -223,9 +214,7 @@ class WebhookTestView(_KeyedView):
 
 
 class WebhookDeliveryListView(_KeyedView):
-    @extend_schema(
-        tags=[TAG],
-        auth=KEY_REQUIRED,
+    @_schema(
         operation_id="webhooks_deliveries",
         summary="Deliveries to a webhook endpoint, with their attempts",
         description=(
@@ -255,9 +244,7 @@ class WebhookDeliveryListView(_KeyedView):
 
 
 class WebhookDeliveryRetryView(_KeyedView):
-    @extend_schema(
-        tags=[TAG],
-        auth=KEY_REQUIRED,
+    @_schema(
         operation_id="webhooks_delivery_retry",
         summary="Send a delivery again",
         description=(

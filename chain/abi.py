@@ -15,17 +15,10 @@ from eth_typing import ABIEvent, ABIFunction
 from eth_utils import event_abi_to_log_topic, function_abi_to_4byte_selector
 
 from chain import reverts
+from chain.abitypes import abi_type
 from chain.errors import ChainCallReverted, ChainUnavailable
 
 ABI_DIR = Path(__file__).resolve().parent / "abis"
-
-
-def _type_of(param: dict[str, Any]) -> str:
-    kind = param["type"]
-    if kind.startswith("tuple"):
-        inner = ",".join(_type_of(component) for component in param["components"])
-        return f"({inner}){kind[len('tuple') :]}"
-    return kind
 
 
 @dataclass(frozen=True)
@@ -76,8 +69,8 @@ def function(contract: str, name: str) -> Function:
             return Function(
                 name=name,
                 selector=function_abi_to_4byte_selector(cast(ABIFunction, entry)),
-                inputs=tuple(_type_of(p) for p in entry["inputs"]),
-                outputs=tuple(_type_of(p) for p in entry["outputs"]),
+                inputs=tuple(abi_type(p) for p in entry["inputs"]),
+                outputs=tuple(abi_type(p) for p in entry["outputs"]),
             )
     raise KeyError(f"{contract}.{name}")
 
@@ -89,8 +82,8 @@ def event(contract: str, name: str) -> Event:
             return Event(
                 name=name,
                 topic="0x" + event_abi_to_log_topic(cast(ABIEvent, entry)).hex(),
-                indexed=tuple(_type_of(p) for p in entry["inputs"] if p["indexed"]),
-                data=tuple(_type_of(p) for p in entry["inputs"] if not p["indexed"]),
+                indexed=tuple(abi_type(p) for p in entry["inputs"] if p["indexed"]),
+                data=tuple(abi_type(p) for p in entry["inputs"] if not p["indexed"]),
                 names=tuple(p["name"] for p in entry["inputs"] if p["indexed"])
                 + tuple(p["name"] for p in entry["inputs"] if not p["indexed"]),
             )

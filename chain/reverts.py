@@ -20,6 +20,8 @@ from typing import Any
 from eth_abi import decode as abi_decode
 from eth_utils import keccak, to_checksum_address
 
+from chain.abitypes import abi_type
+
 ABI_DIR = Path(__file__).resolve().parent / "abis"
 
 ERROR_SELECTOR = keccak(text="Error(string)")[:4]  # 0x08c379a0
@@ -172,14 +174,6 @@ def _split_types(inner: str) -> list[str]:
     return parts
 
 
-def _abi_type(param: dict[str, Any]) -> str:
-    kind = param["type"]
-    if kind.startswith("tuple"):
-        inner = ",".join(_abi_type(component) for component in param["components"])
-        return f"({inner}){kind[len('tuple') :]}"
-    return kind
-
-
 @cache
 def error_table() -> dict[bytes, tuple[str, str, tuple[str, ...]]]:
     """selector -> (name, signature, argument types): KNOWN_ERRORS, then every error the ABIs of
@@ -190,7 +184,7 @@ def error_table() -> dict[bytes, tuple[str, str, tuple[str, ...]]]:
     for path in sorted(ABI_DIR.glob("*.json")):
         for entry in json.loads(path.read_text()):
             if entry.get("type") == "error":
-                types = tuple(_abi_type(p) for p in entry["inputs"])
+                types = tuple(abi_type(p) for p in entry["inputs"])
                 signature = f"{entry['name']}({','.join(types)})"
                 table.setdefault(keccak(text=signature)[:4], (entry["name"], signature, types))
     return table

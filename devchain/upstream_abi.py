@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from chain.abitypes import abi_type
 from devchain.compile import NODE_MODULES, CompileError, _run_solcjs
 
 REPO = "EigenExplorer/liquid-avs-token"
@@ -43,15 +44,6 @@ _EIGENLAYER_STANDINS = {
 }
 
 
-def param_type(param: dict[str, Any]) -> str:
-    """A parameter's canonical ABI type; a tuple spelled out as "(t1,t2)"."""
-    kind = param["type"]
-    if kind.startswith("tuple"):
-        inner = ",".join(param_type(c) for c in param["components"])
-        return f"({inner}){kind[len('tuple') :]}"
-    return kind
-
-
 def signatures(abi: list[dict[str, Any]]) -> dict[str, list[str]]:
     """{"functions", "events", "errors"}: sorted signatures of an ABI.
 
@@ -61,18 +53,16 @@ def signatures(abi: list[dict[str, Any]]) -> dict[str, list[str]]:
     for entry in abi:
         inputs = entry.get("inputs", [])
         if entry["type"] == "function":
-            outputs = ",".join(param_type(p) for p in entry["outputs"])
-            arguments = ",".join(param_type(p) for p in inputs)
+            outputs = ",".join(abi_type(p) for p in entry["outputs"])
+            arguments = ",".join(abi_type(p) for p in inputs)
             functions.append(
                 f"{entry['name']}({arguments}) {entry['stateMutability']} returns ({outputs})"
             )
         elif entry["type"] == "event":
-            arguments = ",".join(
-                param_type(p) + (" indexed" if p["indexed"] else "") for p in inputs
-            )
+            arguments = ",".join(abi_type(p) + (" indexed" if p["indexed"] else "") for p in inputs)
             events.append(f"{entry['name']}({arguments})")
         elif entry["type"] == "error":
-            errors.append(f"{entry['name']}({','.join(param_type(p) for p in inputs)})")
+            errors.append(f"{entry['name']}({','.join(abi_type(p) for p in inputs)})")
     return {"functions": sorted(functions), "events": sorted(events), "errors": sorted(errors)}
 
 

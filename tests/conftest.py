@@ -13,6 +13,9 @@ from web3.contract import Contract
 from devchain.anvil import AnvilNode, start_anvil
 from devchain.devnet import connect, contract, deploy_devnet, service_manifest
 
+# The headless browser (`browser`) for the tests that use the service as a browser does.
+pytest_plugins = ["tests.browser"]
+
 # Shared helper modules that assert: their failures are reported like a test module's.
 pytest.register_assert_rewrite("tests.lockholder", "tests.served")
 

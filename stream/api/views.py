@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
 
 from core.addresses import ADDRESS_PATTERN
@@ -78,7 +79,24 @@ def _cursor(request) -> int | None:
     return int(raw)
 
 
+class EventStreamNegotiation(BaseContentNegotiation):
+    """Whatever the client accepts, the connect's refusals are the JSON error body.
+
+    Every browser's `EventSource` sends `Accept: text/event-stream`: DRF's default negotiation
+    found no renderer for it and refused the connect itself (406). The stream's own answer is no
+    DRF response (it is an `HttpResponse` the stream process holds, stream/asgi.py), so the only
+    thing rendered here is an error, and an error is JSON for every client."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
 class StreamEventsView(APIView):
+    content_negotiation_class = EventStreamNegotiation
+
     @extend_schema(
         tags=["Live stream"],
         auth=OPTIONAL_API_KEY,

@@ -1,73 +1,26 @@
 """The admin in a real browser (Selenium driving Debian's headless Chromium): a curator logs in
 through the login form, edits an AVS's website, and the API shows the new value; the same
 curator cannot open the API keys; the AVS's history names the curator. A screenshot of the
-edited page is kept as var/admin-curator-edit.png.
-
-Chromium and its driver come from Debian (`apt-get install chromium chromium-driver`; .ci/run
-installs them). Without them the test is skipped, except in CI (CI set), where it fails."""
+edited page is kept as var/admin-curator-edit.png. The browser: tests/browser.py."""
 
 from __future__ import annotations
 
 import json
-import os
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
 from tests.adminpages import change_url
+from tests.browser import WAIT_SECONDS
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 SCREENSHOT = Path(__file__).resolve().parents[2] / "var" / "admin-curator-edit.png"
 PASSWORD = "curator-password-for-the-browser-1"
 NEW_WEBSITE = "https://curated.example/avs"
-WAIT_SECONDS = 20
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the live server's thread reads commits
-
-
-def _browser_missing() -> str | None:
-    missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.access(path, os.X_OK)]
-    if not missing:
-        return None
-    return f"not installed: {', '.join(missing)} (apt-get install chromium chromium-driver)"
-
-
-@pytest.fixture
-def browser(tmp_path) -> Iterator:
-    missing = _browser_missing()
-    if missing and os.environ.get("CI"):
-        pytest.fail(f"CI needs the browser test's {missing}")
-    if missing:
-        pytest.skip(missing)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--window-size=1280,1600",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-    ):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    driver.set_page_load_timeout(WAIT_SECONDS)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def _submit(driver, locator) -> None:

@@ -21,9 +21,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 class StreamProcess:
-    """The Procfile's `stream` line as it is, on a free port, with `env` added."""
+    """The Procfile's `stream` line as it is, on `port` (default a free one), with `env`
+    added."""
 
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], port: int | None = None) -> None:
         from tests.ports import closed_port
 
         line = next(
@@ -31,7 +32,7 @@ class StreamProcess:
             for line in (REPO / "Procfile").read_text().splitlines()
             if line.startswith("stream:")
         )
-        self.port = closed_port()
+        self.port = port or closed_port()
         command = shlex.split(line.replace("${STREAM_PORT:-8001}", str(self.port)))
         command[0] = str(Path(sys.executable).with_name(command[0]))  # the venv's uvicorn
         self.process = subprocess.Popen(
@@ -65,9 +66,14 @@ class Message:
     data: dict[str, Any]
 
 
+# What every browser's EventSource sends with its GET (the HTML standard's "Server-sent events").
+EVENTSOURCE_HEADERS = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
+
+
 @dataclass
 class Client:
-    """One stream: its answer's status and headers; its messages and comments as they come."""
+    """One stream: its answer's status and headers; its messages and comments as they come.
+    It connects as EventSource does (EVENTSOURCE_HEADERS, which `headers` may replace)."""
 
     port: int
     path: str = "/stream/events"
@@ -81,7 +87,8 @@ class Client:
 
     def __post_init__(self) -> None:
         self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=30)
-        head = "".join(f"{k}: {v}\r\n" for k, v in self.headers.items())
+        sent = {**EVENTSOURCE_HEADERS, **self.headers}
+        head = "".join(f"{k}: {v}\r\n" for k, v in sent.items() if v)
         request = f"GET {self.path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n"
         self.sock.sendall(request.encode())
         self.file = self.sock.makefile("rb")

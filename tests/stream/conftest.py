@@ -7,7 +7,8 @@ import pytest
 from tests.stream.client import Client, StreamProcess
 
 
-def _database_url() -> str:
+def database_url() -> str:
+    """The test database, as a stream process started by a test reads it."""
     from django.db import connection
 
     db = connection.settings_dict
@@ -22,7 +23,7 @@ def stream_process(django_db_setup, redis_server) -> Iterator[StreamProcess]:
     a poll every 30 s (the NOTIFY of a commit must wake it)."""
     process = StreamProcess(
         {
-            "DATABASE_URL": _database_url(),
+            "DATABASE_URL": database_url(),
             "REDIS_URL": redis_server.url(),
             "STREAM_KEEPALIVE_SECONDS": "1",
             "STREAM_MAX_PER_IP": "3",

@@ -207,9 +207,26 @@ def test_cors_as_for_the_api(connect):
 
 
 def test_the_web_process_does_not_hold_streams(db):
-    response = APIClient().get("/stream/events")
-    assert response.status_code == 404
-    assert "stream process" in response.json()["error"]["message"]
+    for accept in ("text/event-stream", "application/json", "*/*", "text/html", None):
+        headers = {"HTTP_ACCEPT": accept} if accept else {}
+        response = APIClient().get("/stream/events", **headers)
+        assert response.status_code == 404, accept
+        assert response["Content-Type"] == "application/json"
+        assert "stream process" in response.json()["error"]["message"]
+
+
+def test_whatever_the_client_accepts_the_stream_opens_and_refusals_are_json(connect):
+    """EventSource sends `Accept: text/event-stream` (every client here does, as browsers);
+    other clients send anything or nothing. A refusal is the JSON error body for each."""
+    for accept in ("text/event-stream", "text/event-stream, */*", "*/*", "text/html", ""):
+        stream = connect(Accept=accept)
+        assert stream.status == 200, (accept, stream.body)
+        assert stream.response_headers["content-type"].startswith("text/event-stream")
+        stream.close()
+        refused = connect("types=nope", Accept=accept)
+        assert refused.status == 422, accept
+        assert refused.response_headers["content-type"] == "application/json"
+        assert refused.body["error"]["code"] == "unprocessable_entity"
 
 
 def test_with_redis_stopped_mid_stream_the_stream_goes_on(connect, dataset, redis_server):

@@ -12,7 +12,7 @@ from typing import Any, cast
 from eth_abi import decode as abi_decode
 from eth_abi import encode as abi_encode
 from eth_typing import ABIEvent, ABIFunction
-from eth_utils import event_abi_to_log_topic, function_abi_to_4byte_selector
+from eth_utils import event_abi_to_log_topic, function_abi_to_4byte_selector, keccak
 
 from chain import reverts
 from chain.abitypes import abi_type
@@ -88,6 +88,38 @@ def event(contract: str, name: str) -> Event:
                 + tuple(p["name"] for p in entry["inputs"] if not p["indexed"]),
             )
     raise KeyError(f"{contract}.{name}")
+
+
+def function_of(signature: str, outputs: tuple[str, ...]) -> Function:
+    """A function from its canonical signature ("f(address,uint256[])") and output types: for
+    an interface named by chain.md that no contract of the devnet defines in full."""
+    name, _, rest = signature.partition("(")
+    return Function(
+        name=name,
+        selector=keccak(text=signature)[:4],
+        inputs=_split_types(rest[:-1]),
+        outputs=outputs,
+    )
+
+
+def event_of(name: str, indexed: tuple[str, ...], data: tuple[str, ...]) -> Event:
+    """An event from its name and canonical argument types, indexed ones first as in the
+    signature (every event the rewards APY reads lists its indexed arguments first)."""
+    signature = f"{name}({','.join(indexed + data)})"
+    return Event(name=name, topic="0x" + keccak(text=signature).hex(), indexed=indexed, data=data)
+
+
+def _split_types(types: str) -> tuple[str, ...]:
+    """ "address,(uint8,address)[],uint256" -> its top-level types."""
+    out, depth, start = [], 0, 0
+    for index, char in enumerate(types):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            out.append(types[start:index])
+            start = index + 1
+    if types:
+        out.append(types[start:])
+    return tuple(out)
 
 
 def decode_revert(data: str | bytes | None, *, message: str = "") -> ChainCallReverted:

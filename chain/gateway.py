@@ -80,6 +80,16 @@ def _outcome(fn: Function, success: bool, data: bytes) -> tuple | ChainCallRever
     return fn.decode(data)
 
 
+def _plain_outcome(answer: Any, fn: Function) -> tuple | ChainCallReverted:
+    """One plain eth_call's answer in a batch: its outputs, or its revert; another error of
+    the node is raised."""
+    if isinstance(answer, ChainCallReverted):
+        return answer
+    if isinstance(answer, ChainError):
+        raise answer
+    return _outcome(fn, True, hex_bytes(answer, "eth_call"))
+
+
 def _required(result: tuple | ChainCallReverted) -> tuple:
     """A call's decoded outputs; its revert is raised."""
     if isinstance(result, ChainCallReverted):
@@ -273,14 +283,52 @@ class Gateway:
                 for to, fn, args in calls
             ]
         )
-        out: list[tuple | ChainCallReverted] = []
-        for answer, (_, fn, _) in zip(answers, calls, strict=True):
-            if isinstance(answer, ChainCallReverted):
-                out.append(answer)
-            elif isinstance(answer, ChainError):
-                raise answer
-            else:
-                out.append(_outcome(fn, True, hex_bytes(answer, "eth_call")))
+        return [
+            _plain_outcome(answer, fn) for answer, (_, fn, _) in zip(answers, calls, strict=True)
+        ]
+
+    def multicall_at(
+        self, calls: Sequence[Call], *, blocks: Sequence[int]
+    ) -> dict[int, list[tuple | ChainCallReverted]]:
+        """The same calls at each of many blocks (a chain's past), in JSON-RPC batches: one
+        eth_call to aggregate3 per block where Multicall3 has code, else one eth_call per call;
+        a block older than Multicall3's deployment is read the plain way. Each block's results
+        as `multicall` gives them."""
+        wanted = sorted(set(blocks))
+        if not calls or not wanted:
+            return {block: [] for block in wanted}
+        out: dict[int, list[tuple | ChainCallReverted]] = {}
+        plain = wanted
+        if self.multicall_available() and self.multicall_address is not None:
+            aggregate3 = function("Multicall3", "aggregate3")
+            data = (
+                "0x" + aggregate3.encode([(to, True, fn.encode(*a)) for to, fn, a in calls]).hex()
+            )
+            request = {"to": self.multicall_address, "data": data}
+            answers = self.transport.batch([("eth_call", [request, hex(b)]) for b in wanted])
+            plain = []
+            for block, answer in zip(wanted, answers, strict=True):
+                if isinstance(answer, ChainError):
+                    raise answer
+                raw = hex_bytes(answer, "eth_call")
+                if not raw:  # Multicall3 has no code at that block yet
+                    plain.append(block)
+                    continue
+                (results,) = aggregate3.decode(raw)
+                if len(results) != len(calls):
+                    raise ChainUnavailable("Multicall3 answered the wrong number of results")
+                out[block] = [
+                    _outcome(fn, ok, data)
+                    for (ok, data), (_, fn, _) in zip(results, calls, strict=True)
+                ]
+        requests = [
+            ("eth_call", [{"to": to, "data": "0x" + fn.encode(*a).hex()}, hex(block)])
+            for block in plain
+            for to, fn, a in calls
+        ]
+        answered = iter(self.transport.batch(requests))
+        for block in plain:
+            out[block] = [_plain_outcome(next(answered), fn) for _, fn, _ in calls]
         return out
 
     def _strict(self, calls: Sequence[Call], *, block: int) -> list[tuple]:

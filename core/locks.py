@@ -35,8 +35,8 @@ logger = logging.getLogger(__name__)
 # - each refresh step of each LAT: `advisory_lock(step.job, lat_id)` (sync/jobs.py), keyed by
 #   the step's task name (sync/refresh.py). The deposits' writes need no lock of their own:
 #   each LAT's are made under its indexing step's, and touch only that LAT's rows and counts.
-# - the reward submissions of each AVS, which LATs may share: `advisory_lock(REWARDS_LOCK,
-#   avs_id)` (metrics/services.py), taken by each LAT's snapshot step.
+# - the events and days of each AVS, which LATs may share: `advisory_lock(REWARDS_LOCK,
+#   avs_id)` (metrics/avs.py), taken by each LAT's snapshot step.
 
 
 def lock_key(name: str, *ids: object) -> int:

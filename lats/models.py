@@ -204,6 +204,10 @@ class Lat(models.Model):
         "while unknown (a token without a price feed): the LAT's values in ETH are then null.",
     )
     apys = models.JSONField(default=dict, blank=True, editable=False)
+    # What the rewards APY could not count, in words for ops (a token that cannot be valued, a
+    # kind of submission not counted, an AVS without registrations), as the snapshot job last
+    # found it (metrics); shown with the LAT's other gaps in admin and /health.
+    apy_gaps = models.JSONField(default=list, blank=True, editable=False)
     # The price oracle the state refresh read last: the LAT's tokenRegistryOracle(), else (a
     # deployment without that view) the manifest's tokenRegistryOracle proxy; "" when none.
     price_oracle = AddressField(blank=True, default="", editable=False)

@@ -33,7 +33,7 @@ READ_FROM_MANAGER: Final = ("delegationManager", "strategyManager")
 NEEDED_FOR: Final = {
     "delegationManager": "the staker nodes' shares",
     "rewardsCoordinator": "APY from AVS rewards and operator splits",
-    "avsDirectory": "AVS metadata",
+    "avsDirectory": "AVS metadata and the operators registered to the AVS (the rewards APY)",
     "allocationManager": "AVS metadata of operator-set AVSs",
 }
 
@@ -100,3 +100,26 @@ def eigenlayer_preset(chain_id: int) -> dict[str, str]:
     """The EigenLayer core contracts of a public network by manifest name; {} for other chains."""
     network = NETWORKS.get(chain_id)
     return dict(network.eigenlayer) if network else {}
+
+
+# ETH's USD price, for `/yields`' tvlUsd: Chainlink's ETH / USD feed (AggregatorV3Interface) on
+# Ethereum mainnet, as Chainlink's data-feed directory lists it. Any chain's can be set with
+# ETH_USD_FEED_<chainId> (latsite/settings.py), which wins over this one.
+ETH_USD_FEEDS: Final = {1: "0x5f4eC3Df9cbd43714FE2740f5E3616155c5b8419"}
+
+# DefiLlama's names of the chains (the `name` of api.llama.fi/chains, which its yield server's
+# pools carry as `chain`); YIELDS_CHAIN_NAME_<chainId> names another. A chain named nowhere is
+# "Chain <id>".
+DEFILLAMA_CHAINS: Final = {
+    1: "Ethereum",
+    10: "OP Mainnet",
+    56: "BSC",
+    100: "Gnosis",
+    137: "Polygon",
+    8453: "Base",
+    17000: "Holesky",
+    42161: "Arbitrum",
+    43114: "Avalanche",
+    560048: "Hoodi",
+    11155111: "Sepolia",
+}

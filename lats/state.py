@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from django.utils import timezone
 
-from chain.errors import ChainError
+from chain.errors import ChainCallReverted, ChainError
 from chain.gateway import LT_ORACLE, Gateway
 from chain.results import Block, LatState, block_time
 from core.addresses import is_beacon_chain_eth
@@ -119,6 +119,28 @@ def _read_lat(lat: Lat, gateway: Gateway, manager: str, block: Block) -> tuple[L
         stale, last = gateway.read_oracle(oracle=state.oracle, block=block, missing=oracle_missing)
         state = replace(state, prices_stale=stale, last_price_update=last)
     return state, missing | oracle_missing
+
+
+def lat_state_at(*, lat: Lat, gateway: Gateway, block: Block) -> LatState:
+    """The LAT's state at a past block (its totals, tokens, balances and nodes), read as the
+    state job reads the head's; nothing is stored."""
+    state, _ = _read_lat(lat, gateway, lat.proxy_of("liquidTokenManager"), block)
+    return state
+
+
+def unit_eth_price_at(*, lat: Lat, gateway: Gateway, block: Block) -> int | None:
+    """The unit of account's ETH price (1e18-scaled) at a past block; None while unknown (no
+    feed set for it, or a feed that did not answer then). Nothing is stored."""
+    if is_beacon_chain_eth(lat.base_asset):
+        return WAD
+    feed = PriceFeed.objects.filter(chain_id=lat.chain_id, token_address=lat.base_asset).first()
+    if feed is None:
+        return None
+    try:
+        answer, decimals = gateway.price_feed(feed=feed.feed_address, block=block)
+    except ChainCallReverted:
+        return None
+    return answer * WAD // 10**decimals
 
 
 def lat_store_state(*, lat: Lat, reading: LatReading, gateway: Gateway) -> int:

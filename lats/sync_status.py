@@ -100,7 +100,8 @@ def lat_gaps(*, lat: Lat, feeds: set[tuple[int, str]] | None = None) -> list[str
     """What the service cannot know of the LAT until staff (or a manifest) tell it, in words
     for ops (admin's sync status, `/health`): a unit of account without a price feed, an
     EigenLayer core contract named nowhere, a function chain.md names that the deployment
-    lacks (as the state refresh last found: lats/functions.py). `feeds` are the (chain id,
+    lacks (as the state refresh last found: lats/functions.py), and what the rewards APY could
+    not count (as the snapshot job last found: `Lat.apy_gaps`). `feeds` are the (chain id,
     token) pairs that have a price feed; read here when not given."""
     gaps = []
     if not is_beacon_chain_eth(lat.base_asset):
@@ -125,4 +126,4 @@ def lat_gaps(*, lat: Lat, feeds: set[tuple[int, str]] | None = None) -> list[str
     for name in lat.missing_functions or []:
         unknown = MISSING_FEEDS.get(name, "what it feeds null")
         gaps.append(f"{name} missing on this deployment (an older one): {unknown}")
-    return gaps
+    return gaps + list(lat.apy_gaps or [])

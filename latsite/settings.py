@@ -399,6 +399,24 @@ STREAM_POLL_SECONDS = env.float("STREAM_POLL_SECONDS", default=1.0)
 # Rows read per query when a resumed stream catches up from the stored feed.
 STREAM_BACKLOG_PAGE = env.int("STREAM_BACKLOG_PAGE", default=500)
 
+# Yields (GET /yields, in the shape of DefiLlama's yield server's pools): ETH's USD price per
+# chain from a Chainlink-style ETH/USD feed, ETH_USD_FEED_<chainId> (a feed address on that
+# chain; wins over the one known for Ethereum mainnet, lats/networks.py); the project's name
+# and each pool's link ({address} and {chainId} are filled in; empty: the LAT's detail here);
+# YIELDS_CHAIN_NAME_<chainId> names a chain as DefiLlama does.
+ETH_USD_FEEDS = {
+    int(m.group(1)): value
+    for key, value in env.ENVIRON.items()
+    if (m := re.fullmatch(r"ETH_USD_FEED_(\d+)", key)) and value
+}
+YIELDS_PROJECT = env.str("YIELDS_PROJECT", default="liquid-avs-token")
+YIELDS_URL_TEMPLATE = env.str("YIELDS_URL_TEMPLATE", default="")
+YIELDS_CHAIN_NAMES = {
+    int(m.group(1)): value
+    for key, value in env.ENVIRON.items()
+    if (m := re.fullmatch(r"YIELDS_CHAIN_NAME_(\d+)", key)) and value
+}
+
 # Celery: Redis as broker when REDIS_URL is set.
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")
 CELERY_RESULT_BACKEND = None

@@ -238,6 +238,7 @@ _LAT_FIELDS = (
     *Lat.OVERRIDE_FIELDS.values(),
     "eigenlayer_from_chain",
     "missing_functions",
+    "apy_gaps",
 )
 
 

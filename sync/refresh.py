@@ -33,8 +33,9 @@ from lats.metadata import MetadataUnavailable
 from lats.models import Lat, SyncStatus
 from lats.state import RefreshSummary, lat_read_state, lat_state_stored, lat_store_state
 from lats.sync_status import sync_status_recording, sync_status_success
+from metrics.avs import REWARDS_LOCK, avs_rewind
 from metrics.models import RewardsCheckpoint, RewardSubmission
-from metrics.services import REWARDS_LOCK, metrics_refresh, rewards_rewind
+from metrics.services import metrics_refresh
 from operators.services import nodes_read, nodes_store
 from sync.jobs import Step
 from webhooks.outbox import outbox_status_changed
@@ -147,13 +148,14 @@ class RewindSummary:
     kept_through: int  # the last block kept
     deposits: int  # removed
     events: int
-    submissions: int  # of the LAT's AVS
+    submissions: int  # events of the LAT's AVS (submissions, registrations, splits)
 
 
 def rewind_lat(*, lat: Lat, keep_through: int, gateway: Gateway | None = None) -> RewindSummary:
     """Remove what a LAT's index stored above block `keep_through` (its deposits and events,
-    their transfers taken back out of the balances, and its AVS's reward submissions) and move
-    both checkpoints back to that block, read from the node: the next run indexes from there.
+    their transfers taken back out of the balances, its AVS's events, and the days and rates read
+    after it) and move both checkpoints back to that block, read from the node: the next run
+    indexes from there.
 
     Ops' way on after ReorgTooDeep, which stops indexing rather than delete more than
     REORG_MAX_DEPTH blocks of history by itself. Refused, with nothing changed, while the LAT's
@@ -177,7 +179,7 @@ def rewind_lat(*, lat: Lat, keep_through: int, gateway: Gateway | None = None) -
             if DepositCheckpoint.objects.filter(lat=lat, block_number__gt=fork).exists():
                 deposits, events = deposit_rewind(lat, Rewind(fork, checkpoint))
             if RewardsCheckpoint.objects.filter(avs_id=lat.avs_id, block_number__gt=fork).exists():
-                submissions = rewards_rewind(lat, Rewind(fork, checkpoint))
+                submissions = avs_rewind(lat, Rewind(fork, checkpoint), gateway)
         documents_changed()
     return RewindSummary(str(lat), fork, deposits, events, submissions)
 

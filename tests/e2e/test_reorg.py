@@ -193,8 +193,9 @@ def test_an_avs_rewards_are_indexed_by_one_job_at_a_time(synced):
     """The submissions and checkpoint are the AVS's, which LATs may share: while another job
     holds the AVS's lock, a LAT's snapshot writes none of them (and still records its metrics);
     once the lock is free, the next run stores what the chain has."""
+    from metrics.avs import REWARDS_LOCK
     from metrics.models import MetricSnapshot
-    from metrics.services import REWARDS_LOCK, metrics_refresh
+    from metrics.services import metrics_refresh
     from tests.lockholder import Holder
 
     chain, manifest = synced, synced.lat("latETH")

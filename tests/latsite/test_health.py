@@ -350,7 +350,8 @@ def test_gaps_say_what_the_service_cannot_know(api):
     assert gaps["xLAT"] == [
         f"rewardsCoordinator unknown ({none.format('rewardsCoordinator')}): APY from AVS "
         "rewards and operator splits unknown",
-        f"avsDirectory unknown ({none.format('avsDirectory')}): AVS metadata unknown",
+        f"avsDirectory unknown ({none.format('avsDirectory')}): AVS metadata and the operators "
+        "registered to the AVS (the rewards APY) unknown",
         f"allocationManager unknown ({none.format('allocationManager')}): AVS metadata of "
         "operator-set AVSs unknown",
     ]

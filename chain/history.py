@@ -1,0 +1,87 @@
+"""Reads of a chain's past, for the state a LAT or an AVS had at given times: the last block
+before each of many times, and the first block where a contract has code.
+
+Nothing here assumes a block time: the search interpolates between the blocks it has read, so
+that a chain of regular slots is found in two or three rounds and an irregular one (a devnet
+that mines on demand, days without a block) never in more rounds than a bisection takes. Every
+round is one JSON-RPC batch for every time still open."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+
+from chain.errors import ChainUnavailable
+from chain.gateway import Gateway
+from chain.results import Block
+
+# Every BISECT_EVERY-th round halves the brackets instead of interpolating.
+BISECT_EVERY = 3
+
+
+def blocks_before(
+    gateway: Gateway, times: Iterable[int], *, low: Block, high: Block
+) -> dict[int, Block]:
+    """For each Unix time `t`, the last block whose timestamp is below `t`: the state at `t`.
+
+    `low` must be older than every time (its timestamp below each) and `high` is the newest
+    block to consider: a time after `high`'s gets `high`."""
+    known: dict[int, Block] = {low.number: low, high.number: high}
+    answers: dict[int, Block] = {}
+    open_times = []
+    for t in sorted(set(times)):
+        if t <= low.timestamp:
+            raise ValueError(f"block {low.number} is not older than time {t}")
+        if t > high.timestamp:
+            answers[t] = high
+        else:
+            open_times.append(t)
+    rounds = 0
+    while open_times:
+        rounds += 1
+        numbers = sorted(known)
+        stamps = [known[n].timestamp for n in numbers]
+        probes: set[int] = set()
+        still_open = []
+        for t in open_times:
+            i = bisect.bisect_left(stamps, t)  # the first known block at or after t
+            a, b = numbers[i - 1], numbers[i]
+            if b == a + 1:
+                answers[t] = known[a]
+                continue
+            still_open.append(t)
+            probes.update(_probes(t, known[a], known[b], bisect_only=rounds % BISECT_EVERY == 0))
+        open_times = still_open
+        if probes:
+            wanted = probes - known.keys()
+            fetched = gateway.blocks(wanted, missing_ok=True)
+            if wanted - fetched.keys():
+                raise ChainUnavailable("the node lost blocks below the head it reported")
+            known.update(fetched)
+    return answers
+
+
+def _probes(t: int, a: Block, b: Block, *, bisect_only: bool) -> set[int]:
+    """Blocks to read between a (before t) and b (at or after t): where t falls if the blocks
+    between were evenly spaced in time, and the one after it, so that an exact guess closes the
+    bracket in one round; the middle every BISECT_EVERY-th round."""
+    inside = range(a.number + 1, b.number)
+    if bisect_only or b.timestamp <= a.timestamp:
+        return {(a.number + b.number) // 2}
+    guess = a.number + (t - a.timestamp) * (b.number - a.number) // (b.timestamp - a.timestamp)
+    return {n for n in (guess, guess + 1) if n in inside} or {(a.number + b.number) // 2}
+
+
+def first_block_with_code(gateway: Gateway, address: str, *, high: int) -> int | None:
+    """The first block at which `address` holds code (a bisection of eth_getCode at past
+    blocks: an archive node's), or None when it holds none at `high`."""
+    if not gateway.code_at(address, block=high):
+        return None
+    lo, hi = 0, high  # no code at lo - 1 (or lo is 0); code at hi
+    while lo < hi:
+        middle = (lo + hi) // 2
+        if gateway.code_at(address, block=middle):
+            hi = middle
+        else:
+            lo = middle + 1
+    return lo

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "operators",
     "metrics",
     "deposits",
+    "catalog",  # the documents that join apps: LAT detail and fees, /yields
     "webhooks",  # endpoints, the outbox, deliveries; the dispatcher (webhooks_dispatch)
     "stream",  # GET /stream/events, served by the stream process (latsite/asgi.py)
     "sync",  # every Celery task, the refresh schedules and the commands that run jobs

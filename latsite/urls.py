@@ -2,9 +2,11 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 
 from activity.api import urls as activity_urls
+from catalog.api import urls as catalog_urls
 from deposits.api import urls as deposit_urls
 from lats.api import urls as lat_urls
 from latsite import views
+from metrics.api import urls as metrics_urls
 from operators.api import urls as operator_urls
 
 handler400 = "core.api.errors.handler400"
@@ -20,10 +22,13 @@ urlpatterns = [
     path("", include("deposits.api.urls")),
     path("", include("activity.api.urls")),
     path("", include("metrics.api.urls")),
+    path("", include("catalog.api.urls")),
+    path("", include(catalog_urls.lat_urlpatterns)),
     path("", include(lat_urls.lat_urlpatterns)),
     path("", include(operator_urls.lat_urlpatterns)),
     path("", include(deposit_urls.lat_urlpatterns)),
     path("", include(activity_urls.lat_urlpatterns)),
+    path("", include(metrics_urls.lat_urlpatterns)),
     path("", include("webhooks.api.urls")),
     path("", include("stream.api.urls")),
     path("api/schema/", views.SchemaView.as_view(), name="schema"),

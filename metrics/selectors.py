@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.db import connection
+from django.utils import timezone
 
+from chain.results import block_time
 from core.db import fetch_prepared
 from core.errors import NotFound
 from lats.models import Lat
@@ -24,8 +26,18 @@ from lats.selectors import (
     records_from_rows,
 )
 from lats.values import to_eth, unit_eth_price
-from metrics.models import MetricSnapshot
-from operators.models import NodeAsset, StakerNode
+from metrics.apy import DEFAULT_SPLIT_BIPS, Splits
+from metrics.days import paying_days
+from metrics.models import (
+    AvsDay,
+    MetricSnapshot,
+    RatePoint,
+    RewardsCheckpoint,
+    RewardSubmission,
+    UsdPrice,
+)
+from metrics.timeline import day_start
+from operators.models import NodeAsset, OperatorAvsSplit, StakerNode
 
 APY_WINDOWS = (
     "current",
@@ -282,3 +294,126 @@ def lat_detail(*, address: str) -> LatDetail:
         staked=staked,
         curated_metadata={"avsAddress": record.avs_address, **curated},
     )
+
+
+# --- rates --------------------------------------------------------------------------------
+
+RATES_PAGE = 1_000
+RATE_DECIMALS = 18
+
+
+def rate_text(total_assets: Decimal | int, total_supply: Decimal | int) -> str:
+    """Units of account per whole LAT, truncated to 18 decimals, as a decimal string (1 while
+    the supply is zero)."""
+    assets, supply = int(total_assets), int(total_supply)
+    scaled = 10**RATE_DECIMALS if supply == 0 else assets * 10**RATE_DECIMALS // supply
+    whole, fraction = divmod(scaled, 10**RATE_DECIMALS)
+    text = f"{whole}.{fraction:0{RATE_DECIMALS}d}".rstrip("0")
+    return text.removesuffix(".")
+
+
+@dataclass(frozen=True)
+class RatesPage:
+    points: list[dict]
+    next_after: int | None  # the last point's time, where more follow
+
+
+def rate_page(
+    *, lat: Lat, interval: str, start: datetime, end: datetime, after: int | None
+) -> RatesPage:
+    """The LAT's rate points whose interval starts within start..end (and after the Unix time
+    `after`), oldest first, RATES_PAGE at most: one per hour, or one per UTC day (the day's last
+    hour's point: the state at the day's last block)."""
+    rows = RatePoint.objects.filter(lat=lat)
+    shift = timedelta(hours=23) if interval == "day" else timedelta(0)
+    if interval == "day":
+        rows = rows.filter(hour__hour=23)
+    rows = rows.filter(hour__gte=start + shift, hour__lte=end + shift)
+    if after is not None:
+        rows = rows.filter(hour__gt=block_time(after) + shift)
+    found = list(
+        rows.order_by("hour").values_list("hour", "block_number", "total_assets", "total_supply")[
+            : RATES_PAGE + 1
+        ]
+    )
+    page = found[:RATES_PAGE]
+    points = [
+        {
+            "timestamp": hour - shift,
+            "blockNumber": block,
+            "rate": rate_text(assets, supply),
+            "totalAssets": str(int(assets)),
+            "totalSupply": str(int(supply)),
+        }
+        for hour, block, assets, supply in page
+    ]
+    more = len(found) > RATES_PAGE
+    return RatesPage(points, int((page[-1][0] - shift).timestamp()) if more else None)
+
+
+# --- what the yields listing reads -----------------------------------------------------------
+
+
+def staked_amounts_by_lat() -> dict[int, dict[int, Decimal]]:
+    """lat id -> token id -> amount its nodes stake, for every LAT (one query)."""
+    totals: dict[int, dict[int, Decimal]] = {}
+    rows = NodeAsset.objects.values_list("node__lat_id", "token_id", "staked_amount")
+    for lat_id, token_id, amount in rows:
+        by_token = totals.setdefault(lat_id, {})
+        by_token[token_id] = by_token.get(token_id, Decimal(0)) + Decimal(amount)
+    return totals
+
+
+def reward_tokens(*, avs_ids: set[int], first: date, last: date) -> dict[int, list[str]]:
+    """AVS id -> the tokens of its counted submissions paying on any day of first..last."""
+    out: dict[int, set[str]] = {avs_id: set() for avs_id in avs_ids}
+    for submission in RewardSubmission.objects.filter(
+        avs_id__in=avs_ids, start_timestamp__lt=day_start(last), duration__gt=0
+    ):
+        if paying_days(submission)[1] >= first:
+            out[submission.avs_id].add(submission.token)
+    return {avs_id: sorted(tokens) for avs_id, tokens in out.items()}
+
+
+def usd_prices() -> dict[int, Decimal]:
+    """chain id -> ETH's price in USD, where a feed gave one."""
+    return {
+        row.chain_id: Decimal(row.answer) / Decimal(10) ** row.decimals
+        for row in UsdPrice.objects.all()
+        if row.answer
+    }
+
+
+# --- the average operator fee ------------------------------------------------------------------
+
+
+def lat_avg_operator_fee(*, lat: Lat | LatRecord, day: date | None = None) -> Decimal | None:
+    """The mean split (percent) for the LAT's AVS of the operators its nodes delegate to, in
+    force on `day` (today by default) as the rewards APY counts it (metrics/apy.py, `Splits`:
+    the operator's own from the UTC day after its activatedAt, else the coordinator's default,
+    else 10 %); 0 with no operator; None where the chain's RewardsCoordinator is unknown. Until
+    the AVS's events were first read, the splits the state job read (`getOperatorAVSSplit`)."""
+    operators = dict(
+        StakerNode.objects.filter(lat_id=lat.id, operator__isnull=False)
+        .values_list("operator_id", "operator__address")
+        .distinct()
+    )
+    if not operators:
+        return Decimal(0)
+    full = lat if isinstance(lat, Lat) else Lat.objects.get(pk=lat.id)
+    if not full.core_contract("rewardsCoordinator"):
+        return None
+    if not RewardsCheckpoint.objects.filter(avs_id=full.avs_id).exists():
+        stored = dict(
+            OperatorAvsSplit.objects.filter(
+                operator_id__in=operators, avs_id=full.avs_id
+            ).values_list("operator_id", "split_bips")
+        )
+        bips = [stored.get(op, DEFAULT_SPLIT_BIPS) for op in operators]
+    else:
+        day = day or timezone.now().date()
+        splits = Splits.of_avs(full.avs_id)
+        latest = AvsDay.objects.filter(avs_id=full.avs_id, day__lte=day).order_by("-day").first()
+        default = None if latest is None else latest.default_split
+        bips = [splits.of(address, day, default) for address in operators.values()]
+    return Decimal(sum(bips)) / len(bips) / 100

@@ -92,14 +92,18 @@ def metrics_refresh(*, lat: Lat, gateway: Gateway | None = None) -> MetricSnapsh
     with sync_status_recording(lat=lat, job=SyncStatus.Job.SNAPSHOT):
         gateway = gateway or gateway_for(lat.chain_id)
 
+        read = []
+
         def avs_days(head: Block) -> None:
-            avs_days_update(lat=lat, gateway=gateway, head=head)
+            read.append(avs_days_update(lat=lat, gateway=gateway, head=head))
 
         head = avs_index(lat=lat, gateway=gateway, then=avs_days).head
         if rewards_readable(lat):
-            lat_days_update(lat=lat, gateway=gateway, head=head)
-        rates_update(lat=lat, gateway=gateway, head=head)
+            read.append(lat_days_update(lat=lat, gateway=gateway, head=head))
+        read.append(rates_update(lat=lat, gateway=gateway, head=head))
         usd_price_update(chain_id=lat.chain_id, gateway=gateway, block=head)
+        if any(read):
+            documents_changed()  # days and rate points are written in bulk: no model signal
         snapshot = snapshot_record(lat=lat, at=head.time)
     sync_status_success(lat=lat, job=SyncStatus.Job.SNAPSHOT, block=head.number)
     return snapshot

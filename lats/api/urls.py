@@ -12,7 +12,5 @@ urlpatterns = [
 
 # One LAT's routes: latsite/urls.py includes them after every app's fixed `lat/...` routes.
 lat_urlpatterns = [
-    path("lat/<str:address>", views.LatDetailView.as_view(), name="lat-detail"),
     path("lat/<str:address>/tokens", views.LatTokensView.as_view(), name="lat-tokens"),
-    path("lat/<str:address>/fees", views.LatFeesView.as_view(), name="lat-fees"),
 ]

@@ -15,8 +15,6 @@ from core.api.params import (
 from core.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
 from lats import selectors
 from lats.api import serializers as s
-from metrics import selectors as metrics_selectors
-from operators import selectors as operator_selectors
 
 TAG = "LATs"
 
@@ -55,52 +53,6 @@ class LatListView(ConditionalReadMixin, APIView):
             return {"data": [document for _, document in documents]}
 
         return Response(cached_document(f"lat-list:{grouped}", build))
-
-
-class LatDetailView(ConditionalReadMixin, APIView):
-    @extend_schema(
-        tags=[TAG],
-        auth=OPTIONAL_API_KEY,
-        operation_id="lat_retrieve",
-        summary="Read one LAT",
-        description=(
-            "The LAT with its per-token balances (`assets`, always present). The toggles add "
-            "`tvl` (computed from the stored balances and node shares), `curatedMetadata` "
-            "(the AVS metadata staff curate) and `apys` (APY windows)."
-        ),
-        parameters=[
-            address_path_parameter("Proxy address of the LAT."),
-            toggle_parameter("withTvl", "Add `tvl`, computed from shares."),
-            toggle_parameter("withCuratedMetadata", "Add `curatedMetadata`."),
-            toggle_parameter("withRewards", "Add `apys`."),
-        ],
-        responses={200: s.LatDetailSerializer, **error_responses(*READ_ERRORS)},
-    )
-    def get(self, request, address: str):
-        params = request.query_params
-        address = parse_address(address, field="address")
-        with_tvl = parse_toggle(params, "withTvl")
-        with_metadata = parse_toggle(params, "withCuratedMetadata")
-        with_rewards = parse_toggle(params, "withRewards")
-
-        def build() -> dict:
-            detail = metrics_selectors.lat_detail(address=address)
-            record = detail.record
-            document = selectors.lat_document(record)
-            document["assets"] = selectors.asset_documents(record)
-            if with_tvl:
-                tvl = metrics_selectors.lat_tvl(
-                    lat=record, links=record.tokens, staked=detail.staked
-                )
-                document["tvl"] = metrics_selectors.tvl_document(tvl)
-            if with_rewards:
-                document["apys"] = metrics_selectors.lat_apys(lat=record)
-            if with_metadata:
-                document["curatedMetadata"] = detail.curated_metadata
-            return document
-
-        key = f"lat:{address}:{with_tvl}:{with_metadata}:{with_rewards}"
-        return Response(cached_document(key, build))
 
 
 class LatTokensView(ConditionalReadMixin, APIView):
@@ -158,24 +110,6 @@ class ExchangeRatesView(ConditionalReadMixin, APIView):
         address = parse_address(address, field="address")
         rates = selectors.exchange_rates(address=address)
         return Response({"address": address, "exchangeRates": rates})
-
-
-class LatFeesView(ConditionalReadMixin, APIView):
-    @extend_schema(
-        tags=[TAG],
-        auth=OPTIONAL_API_KEY,
-        operation_id="lat_fees",
-        summary="Fee structure of a LAT",
-        parameters=[address_path_parameter("Proxy address of the LAT.")],
-        responses={200: s.FeeStructureResponseSerializer, **error_responses(*READ_ERRORS)},
-    )
-    def get(self, request, address: str):
-        lat = selectors.lat_get(address=parse_address(address, field="address"))
-        average = operator_selectors.lat_avg_operator_fee(lat=lat)
-        fees = selectors.lat_fee_structure(lat=lat) | {
-            "avgOperatorPerformanceFee": None if average is None else float(average)
-        }
-        return Response({"data": fees})
 
 
 class AvsLatsView(ConditionalReadMixin, APIView):

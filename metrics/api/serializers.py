@@ -34,3 +34,28 @@ class HistoricalPointSerializer(serializers.Serializer):
 class HistoricalListSerializer(serializers.Serializer):
     # The envelope's field, not Serializer.data (DRF's metaclass takes it off the class).
     data = HistoricalPointSerializer(many=True, read_only=True)  # type: ignore[assignment]
+
+
+class RatePointSerializer(serializers.Serializer):
+    timestamp = serializers.DateTimeField(
+        help_text="The interval's start (UTC): the day's 00:00, or the hour. The values are "
+        "the state at the interval's last block."
+    )
+    blockNumber = serializers.IntegerField(help_text="The interval's last block.")
+    rate = serializers.CharField(
+        help_text="Units of account per whole LAT (totalAssets / totalSupply), a decimal "
+        "string truncated to 18 decimals; 1 while the supply is zero."
+    )
+    totalAssets = serializers.CharField(help_text="totalAssets(), unit of account, wei-scaled.")
+    totalSupply = serializers.CharField(help_text="totalSupply(), the LAT's smallest unit.")
+
+
+class RatesMetaSerializer(serializers.Serializer):
+    next = serializers.CharField(
+        allow_null=True, help_text="Cursor of the next page; null on the last page."
+    )
+
+
+class RatesSerializer(serializers.Serializer):
+    data = RatePointSerializer(many=True, read_only=True)  # type: ignore[assignment]
+    meta = RatesMetaSerializer(read_only=True)

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api import cursors
 from core.api.conditional import ConditionalReadMixin
+from core.api.documents import cached_document
 from core.api.params import (
     INSTANT_RANGE_TEXT,
     address_path_parameter,
@@ -18,7 +22,11 @@ from core.api.schema import INSTANT_SCHEMA, OPTIONAL_API_KEY, READ_ERRORS, error
 from core.errors import InvalidInput
 from lats.selectors import lat_get
 from metrics import selectors
-from metrics.api.serializers import HistoricalListSerializer, HistoricalPointSerializer
+from metrics.api.serializers import (
+    HistoricalListSerializer,
+    HistoricalPointSerializer,
+    RatesSerializer,
+)
 
 _RANGE = f"Must fall {INSTANT_RANGE_TEXT}, else a 422 naming the parameter."
 
@@ -103,3 +111,89 @@ class HistoricalView(ConditionalReadMixin, APIView):
             lat=lat, frequency=frequency, variant=variant, start=start, end=end
         )
         return Response({"data": HistoricalPointSerializer(points, many=True).data})
+
+
+RATES_CURSOR_VERSION = "r1"
+RATES_DEFAULT_WINDOW = timedelta(days=90)
+
+
+class RatesView(ConditionalReadMixin, APIView):
+    def etag_extra(self, request) -> str:
+        # Without `to` the range ends now: the answer moves with the clock.
+        return "" if "to" in request.query_params else timezone.now().strftime("%Y%m%d%H")
+
+    @extend_schema(
+        tags=["Metrics"],
+        auth=OPTIONAL_API_KEY,
+        operation_id="lat_rates",
+        summary="Exchange rate of a LAT over time",
+        description=(
+            "The LAT's exchange rate (units of account per whole LAT) at the last block of "
+            "every UTC day or hour whose start falls within `from`..`to`, oldest first, back to "
+            "the LAT's first block (read from the chain's history when the LAT was imported). "
+            "An interval is listed once it has ended. At most 1,000 points a page: `meta.next` "
+            "is an opaque cursor, or null on the last page; passed back as `cursor` (with the "
+            "same parameters) it returns the points that follow."
+        ),
+        parameters=[
+            address_path_parameter("Proxy address of the LAT."),
+            OpenApiParameter(
+                "interval",
+                OpenApiTypes.STR,
+                OpenApiParameter.QUERY,
+                enum=["day", "hour"],
+                default="day",
+                description="One point per UTC day or per UTC hour.",
+            ),
+            OpenApiParameter(
+                "from",
+                INSTANT_SCHEMA,
+                OpenApiParameter.QUERY,
+                description="ISO 8601 date or date-time; no zone means UTC. The first "
+                f"interval's start at or after it. {_RANGE} Default: `to` minus 90 days.",
+            ),
+            OpenApiParameter(
+                "to",
+                INSTANT_SCHEMA,
+                OpenApiParameter.QUERY,
+                description="ISO 8601 date or date-time; no zone means UTC; a date alone means "
+                f"the end of that day. The last interval's start at or before it. {_RANGE} "
+                "Default: now.",
+            ),
+            cursors.cursor_parameter(),
+        ],
+        responses={200: RatesSerializer, **error_responses(*READ_ERRORS)},
+    )
+    def get(self, request, address: str):
+        params = request.query_params
+        address = parse_address(address, field="address")
+        interval = parse_choice(params, "interval", choices=("day", "hour"), default="day")
+        end = parse_instant(params, "to", end_of_day=True) or timezone.now().replace(
+            second=0, microsecond=0
+        )
+        start = parse_instant(params, "from") or end - RATES_DEFAULT_WINDOW
+        if start > end:
+            raise InvalidInput("from must not be after to.")
+        after = (
+            cursors.cursor_decode(params["cursor"], RATES_CURSOR_VERSION, 1)[0]
+            if "cursor" in params
+            else None
+        )
+        lat = lat_get(address=address)
+
+        def build() -> dict:
+            page = selectors.rate_page(
+                lat=lat, interval=interval, start=start, end=end, after=after
+            )
+            next_after = page.next_after
+            return {
+                "data": RatesSerializer({"data": page.points}).data["data"],
+                "meta": {
+                    "next": None
+                    if next_after is None
+                    else cursors.cursor_encode(RATES_CURSOR_VERSION, next_after)
+                },
+            }
+
+        key = f"rates:{lat.pk}:{interval}:{start.isoformat()}:{end.isoformat()}:{after}"
+        return Response(cached_document(key, build))

@@ -12,7 +12,7 @@ class MetricsConfig(AppConfig):
 
         # Cache invalidation, not logic: the history and the APYs are read from these, and the
         # read endpoints' ETags follow the same generation (core/api/conditional.py).
-        for model in ("MetricSnapshot", "RewardSubmission"):
+        for model in ("MetricSnapshot", "RewardSubmission", "UsdPrice"):
             for signal in (post_save, post_delete):
                 signal.connect(
                     documents_changed,

@@ -25,7 +25,8 @@ is replaced by a stricter check: a request the schema allows gets a 2xx, except 
   asset the LAT does not support, a zero amount or one of 2^256 or more, a zero receiver, a
   historical window reversed or too long, a startAt/endAt outside 1970-01-01..9999-12-30, or
   a deposits or events `cursor` the service did not return in `meta.next` (or sent with a
-  non-zero skip), an events `fromBlock` above its `toBlock`.
+  non-zero skip), an events `fromBlock` above its `toBlock`; for the rates, a `from`/`to`
+  outside 1970-01-01..9999-12-30 or reversed, or a `cursor` the service did not make.
 """
 
 from __future__ import annotations
@@ -242,7 +243,7 @@ def _realistic(case, world: World, rng: random.Random) -> None:
         case.path_parameters["address"] = _pick(rng, known, case.path_parameters["address"])
     query = case.query if isinstance(case.query, dict) else None
     if query is not None:
-        for name in ("startAt", "endAt"):
+        for name in ("startAt", "endAt", "from", "to"):
             if name in query:
                 query[name] = _pick(rng, EDGE_INSTANTS, query[name])
         if "skip" in query:
@@ -323,6 +324,22 @@ def _window_excuse(query: dict[str, Any]) -> str | None:
     return None
 
 
+def _rates_excuse(query: dict[str, Any], message: str) -> str | None:
+    if "cursor" in query and message.startswith("cursor "):
+        return "a cursor the service did not make"
+    end = _instant(query.get("to"), end_of_day=True) if "to" in query else None
+    start = _instant(query.get("from"), end_of_day=False) if "from" in query else None
+    for value in (start, end):
+        if value is not None and not (EARLIEST <= value < LATEST):
+            return "instant outside 1970-01-01..9999-12-30"
+    end = end or datetime.now(UTC)
+    try:
+        start = start or end - timedelta(days=90)
+    except OverflowError:
+        return "instant outside 1970-01-01..9999-12-30"
+    return "rates range reversed" if start > end else None
+
+
 def _deposit_excuse(body: dict[str, Any], supported: set[str]) -> str | None:
     assets, amounts = body.get("assets", []), body.get("amounts", [])
     if len(assets) != len(amounts):
@@ -380,6 +397,8 @@ def excuse(case, response, world: World) -> str | None:
         return None
     if path.startswith("/metrics/historical/"):
         return _window_excuse(case.query or {})
+    if path == "/lat/{address}/rates":
+        return _rates_excuse(case.query or {}, response.json()["error"]["message"])
     if case.method.upper() == "POST" and isinstance(case.body, dict):
         return _deposit_excuse(case.body, world.lats.get(address, set()))
     return _listing_excuse(path, case.query or {}, response.json()["error"]["message"])

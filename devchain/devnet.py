@@ -374,7 +374,8 @@ def deploy_core(w3: Web3, *, multicall: bool = True) -> Core:
     )
     _send(w3, sm.functions.setDelegationManager(dm.address), owner)
     rc = contract(w3, "RewardsCoordinator", _deploy(w3, "RewardsCoordinator", owner).address)
-    avs_directory = contract(w3, "AVSDirectory", _deploy(w3, "AVSDirectory", owner).address)
+    directory = _deploy(w3, "AVSDirectory", owner, dm.address)
+    avs_directory = contract(w3, "AVSDirectory", directory.address)
 
     tokens: dict[str, Contract] = {}
     strategies: dict[str, Contract] = {}

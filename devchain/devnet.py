@@ -361,7 +361,8 @@ class Core:
 
 def deploy_core(w3: Web3, *, multicall: bool = True) -> Core:
     """Deploy the EigenLayer stand-ins, the test tokens with their strategies and price feeds,
-    and register the operators (operator 5 slashed by 10 %); Multicall3 too when asked."""
+    and register the operators (operator 5 slashed by 10 %); Multicall3 too when asked. The
+    rewards coordinator's split activation delay is 0."""
     accounts = [Web3.to_checksum_address(a) for a in w3.eth.accounts]
     if len(accounts) <= PROXY_ADMIN:
         raise DevnetError(f"the node has {len(accounts)} accounts; the devnet needs 20")
@@ -374,6 +375,7 @@ def deploy_core(w3: Web3, *, multicall: bool = True) -> Core:
     )
     _send(w3, sm.functions.setDelegationManager(dm.address), owner)
     rc = contract(w3, "RewardsCoordinator", _deploy(w3, "RewardsCoordinator", owner).address)
+    _send(w3, rc.functions.setActivationDelay(0), owner)  # a split is in force once set
     directory = _deploy(w3, "AVSDirectory", owner, dm.address)
     avs_directory = contract(w3, "AVSDirectory", directory.address)
 

@@ -22,6 +22,7 @@ from devchain.devnet import (
     connect,
     contract,
     deploy_devnet,
+    devnet_genesis,
     install_multicall3,
     load_artifacts,
     make_deposits,
@@ -78,21 +79,33 @@ class Command(BaseCommand):
         parser.add_argument(
             "--wallet", type=int, default=12, help="anvil account index (default 12)"
         )
+        parser.add_argument(
+            "--quiet-days",
+            type=int,
+            default=0,
+            help="a new chain's days without transactions before the scripted days, for a "
+            "longer history (default 0: ten days)",
+        )
 
     def handle(self, *args, **options):
         directory = Path(options["dir"])
         directory.mkdir(parents=True, exist_ok=True)
         state_file = directory / "anvil-state.json"
         manifest_dir = directory / "manifests"
+        # A new chain starts in the past, on the devnet's first day; a kept one goes on from its
+        # last block.
+        genesis = None if state_file.exists() else devnet_genesis(options["quiet_days"])
         try:
-            node = start_anvil(port=options["port"], state_file=state_file)
+            node = start_anvil(port=options["port"], state_file=state_file, timestamp=genesis)
         except AnvilError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"anvil at {node.url} (chain {node.chain_id})")
         try:
             # A deposit leaves the chain's Multicall3 as the running demo has it.
             multicall = None if options["deposit"] else options["multicall"]
-            manifests = self._manifests(node.url, manifest_dir, multicall=multicall)
+            manifests = self._manifests(
+                node.url, manifest_dir, multicall=multicall, quiet_days=options["quiet_days"]
+            )
             os.environ["RPC_URL"] = node.url
             settings.RPC_URL = node.url
             paths = sorted(manifest_dir.glob("*.json"))
@@ -144,7 +157,9 @@ class Command(BaseCommand):
         threading.Thread(target=follower.run, args=(stop,), daemon=True, name="follow").start()
         self.stdout.write(f"following chain {chain_id} every {follower.poll_interval:g} s")
 
-    def _manifests(self, url: str, manifest_dir: Path, *, multicall: bool | None) -> list[dict]:
+    def _manifests(
+        self, url: str, manifest_dir: Path, *, multicall: bool | None, quiet_days: int
+    ) -> list[dict]:
         """The deployed set's manifests; deploys first when the chain does not have it. A kept
         chain gets Multicall3 installed or taken away, as `multicall` asks."""
         existing = [json.loads(p.read_text()) for p in sorted(manifest_dir.glob("*.json"))]
@@ -158,7 +173,15 @@ class Command(BaseCommand):
             raise CommandError(f"the node at {url} does not answer: {exc}") from exc
         self.stdout.write("deploying the demo LATs…")
         # As LAT deployment repositories publish them (lat_import takes that form).
-        manifests = deploy_devnet(url, multicall=multicall is not False, published=True)
+        try:
+            manifests = deploy_devnet(
+                url, multicall=multicall is not False, published=True, quiet_days=quiet_days
+            )
+        except DevnetError as exc:
+            raise CommandError(
+                f"{exc} (a node already running on the port, or a chain kept in "
+                f"{manifest_dir.parent} without the demo LATs: stop it, or remove the directory)"
+            ) from exc
         for stale in manifest_dir.glob("*.json"):
             stale.unlink()
         write_manifests(manifests, manifest_dir)

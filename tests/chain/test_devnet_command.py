@@ -87,5 +87,16 @@ def test_lat_devnet_refuses_a_kept_chain_with_other_contracts(tmp_path, settings
         w3.provider.make_request("anvil_setCode", [lat["implementationAddress"], older])
         with pytest.raises(CommandError, match="deployed with other LAT contracts"):
             call_command("lat_devnet", *args, stdout=io.StringIO())
+        current = load_artifacts()["LiquidToken"]["deployedBytecode"]
+        w3.provider.make_request("anvil_setCode", [lat["implementationAddress"], current])
+        call_command("lat_devnet", *args, stdout=io.StringIO())  # as deployed: accepted
+
+        # A chain of an older devnet, whose latETH AVS was account 7 itself.
+        path = tmp_path / "manifests" / "latETH.json"
+        path.write_text(
+            json.dumps({**json.loads(path.read_text()), "avsAddress": w3.eth.accounts[7]})
+        )
+        with pytest.raises(CommandError, match="latETH's AVS not a ServiceManager"):
+            call_command("lat_devnet", *args, stdout=io.StringIO())
     finally:
         node.stop()

@@ -18,6 +18,7 @@ from chain.errors import ChainError
 from chain.gateway import gateway_for_url
 from devchain.anvil import AnvilError, start_anvil
 from devchain.devnet import (
+    DEMO_LATS,
     DevnetError,
     connect,
     contract,
@@ -190,17 +191,24 @@ class Command(BaseCommand):
 
     @staticmethod
     def _check_contracts(url: str, manifests: list[dict], manifest_dir: Path) -> None:
-        """A kept chain must run the LiquidToken of devchain/contracts as built now: one from an
-        older release (before the devnet followed Mainnet v1) would serve other behaviour."""
-        built = load_artifacts()["LiquidToken"]["deployedBytecode"].removeprefix("0x")
+        """A kept chain must run the LiquidToken of devchain/contracts as built now, and its
+        AVSs must be what the devnet makes them now: a chain from an older release (before the
+        devnet followed Mainnet v1, or before latETH's AVS was a ServiceManager with days of
+        history) would serve other behaviour."""
+        artifacts = load_artifacts()
+        built = artifacts["LiquidToken"]["deployedBytecode"].removeprefix("0x")
+        manager = artifacts["ServiceManager"]["deployedBytecode"].removeprefix("0x")
+        with_manager = {spec.symbol for spec in DEMO_LATS if spec.service_manager}
         w3 = connect(url)
-        if any(
-            bytes(w3.eth.get_code(m["implementationAddress"])).hex() != built for m in manifests
-        ):
+        expected = [(m["implementationAddress"], built) for m in manifests] + [
+            (m["avsAddress"], manager) for m in manifests if m["symbol"] in with_manager
+        ]
+        if any(bytes(w3.eth.get_code(address)).hex() != code for address, code in expected):
             raise CommandError(
                 f"the chain kept in {manifest_dir.parent} was deployed with other LAT contracts "
-                f"than devchain/contracts has now: remove {manifest_dir.parent} (or `rm -rf "
-                "var`) to deploy afresh"
+                "than devchain/contracts has now, or by an older devnet (latETH's AVS not a "
+                f"ServiceManager): remove {manifest_dir.parent} (or `rm -rf var`) to deploy "
+                "afresh"
             )
 
     def _set_multicall(self, url: str, multicall: bool | None) -> None:

@@ -91,6 +91,7 @@ def test_submissions_indexed_from_the_chain(chain, settings, tmp_path, api):
     settings.RPC_URL = chain.url
     call_command("lat_import", *map(str, write_manifests(chain.manifests, tmp_path)))
     call_command("lat_sync", "--no-progress")
+    submitted = 0
     for manifest in chain.manifests:
         rc = chain.contract("RewardsCoordinator", manifest["eigenlayer"]["rewardsCoordinator"])
         events = rc.events.AVSRewardsSubmissionCreated.get_logs(
@@ -106,6 +107,7 @@ def test_submissions_indexed_from_the_chain(chain, settings, tmp_path, api):
             )
             for e in events
         )
+        submitted += len(events)
         head = chain.w3.eth.get_block("latest")  # 0 confirmations on the devnet
         checkpoint = RewardsCheckpoint.objects.get(avs__address=manifest["avsAddress"])
         assert (checkpoint.block_number, checkpoint.block_hash) == (
@@ -116,4 +118,4 @@ def test_submissions_indexed_from_the_chain(chain, settings, tmp_path, api):
     apys = api.get(f"/lat/{eth['proxyAddress']}?withRewards=true").json()["apys"]
     assert float(apys["current"]["apy"]) > 0  # the devnet's AVS rewards its stETH strategy
     call_command("lat_sync", "--no-progress")
-    assert RewardSubmission.objects.count() == len(chain.manifests)  # nothing twice
+    assert RewardSubmission.objects.count() == submitted  # nothing twice

@@ -201,9 +201,12 @@ class Context:
         """anvil with the devnet and the section's migrated database (recreated when `fresh`,
         latETH imported and synced when `synced`): (node URL, latETH's manifest, database URL)."""
         from devchain.anvil import start_anvil
-        from devchain.devnet import deploy_devnet, write_manifests
+        from devchain.devnet import deploy_devnet, devnet_genesis, write_manifests
 
-        with start_anvil() as node, tempfile.TemporaryDirectory(prefix="lat-bench-") as tmp:
+        with (
+            start_anvil(timestamp=devnet_genesis()) as node,
+            tempfile.TemporaryDirectory(prefix="lat-bench-") as tmp,
+        ):
             manifest = next(m for m in deploy_devnet(node.url) if m["symbol"] == "latETH")
             db_url = dataset.with_database(self.db_url, self.db_name(section))
             env = {**self.env, "RPC_URL": node.url}

@@ -1,8 +1,10 @@
 """Start (or reuse) a local anvil node from ``node_modules/.bin/anvil``, on 127.0.0.1 only.
 
 ``start_anvil()`` returns an :class:`AnvilNode` with ``.url`` and ``.stop()``; the node
-auto-mines one block per transaction, with 20 funded accounts of the default test mnemonic.
-``python -m devchain.anvil [--port N] [--state FILE]`` runs one in the foreground.
+auto-mines one block per transaction, with 30 funded accounts of the default test mnemonic.
+``start_anvil(timestamp=...)`` starts its chain in the past (the devnet needs days of history:
+``devchain.devnet.devnet_genesis()``). ``python -m devchain.anvil [--port N] [--state FILE]
+[--timestamp T]`` runs one in the foreground.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 ANVIL_BIN = REPO_ROOT / "node_modules" / ".bin" / "anvil"
 HOST = "127.0.0.1"
 DEFAULT_CHAIN_ID = 31337
-DEFAULT_ACCOUNTS = 20
+DEFAULT_ACCOUNTS = 30  # the devnet's actors use accounts 0 to 25
 DEFAULT_GAS_LIMIT = 300_000_000
 DEFAULT_MNEMONIC = "test test test test test test test test test test test junk"
 
@@ -120,6 +122,7 @@ def start_anvil(
     accounts: int = DEFAULT_ACCOUNTS,
     gas_limit: int = DEFAULT_GAS_LIMIT,
     state_file: str | os.PathLike[str] | None = None,
+    timestamp: int | None = None,
     reuse: bool = True,
     timeout: float = 10.0,
 ) -> AnvilNode:
@@ -128,14 +131,16 @@ def start_anvil(
     ``port=None`` picks a free port. With a given port where a node already answers, that node
     is reused when ``reuse`` (its chain id must match) instead of starting a second one.
     ``state_file`` is anvil's ``--state``: loaded at start when it exists, written at stop, so a
-    demo chain survives restarts.
+    demo chain survives restarts. ``timestamp`` is anvil's ``--timestamp``, the genesis block's
+    time, from which the chain's clock runs on; only for a new chain (anvil would mine a loaded
+    state's next blocks before its last one), and ignored for a node that is reused.
     """
     if port is not None:
         running = _running_node(port, chain_id, reuse=reuse)
         if running is not None:
             return running
     port = port if port is not None else free_port()
-    args = _anvil_args(port, chain_id, accounts, gas_limit, state_file)
+    args = _anvil_args(port, chain_id, accounts, gas_limit, state_file, timestamp)
     process, log_path = _spawn(args)
     node = AnvilNode(
         url=f"http://{HOST}:{port}",
@@ -168,6 +173,7 @@ def _anvil_args(
     accounts: int,
     gas_limit: int,
     state_file: str | os.PathLike[str] | None,
+    timestamp: int | None,
 ) -> list[str]:
     args = [
         str(find_anvil()),
@@ -181,6 +187,8 @@ def _anvil_args(
     ]  # fmt: skip
     if state_file is not None:
         args += ["--state", os.fspath(state_file)]
+    if timestamp is not None:
+        args += ["--timestamp", str(timestamp)]
     return args
 
 
@@ -221,9 +229,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8545)
     parser.add_argument("--chain-id", type=int, default=DEFAULT_CHAIN_ID)
     parser.add_argument("--state", dest="state_file", help="anvil --state file to load and dump")
+    parser.add_argument("--timestamp", type=int, help="the genesis block's time (a new chain)")
     args = parser.parse_args(argv)
     node = start_anvil(
-        port=args.port, chain_id=args.chain_id, state_file=args.state_file, reuse=False
+        port=args.port,
+        chain_id=args.chain_id,
+        state_file=args.state_file,
+        timestamp=args.timestamp,
+        reuse=False,
     )
     print(f"anvil listening at {node.url} (chain {node.chain_id}); Ctrl-C stops it", flush=True)
     try:

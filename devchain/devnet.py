@@ -14,10 +14,48 @@ TransparentUpgradeableProxies administered by a ProxyAdmin, with staker nodes as
 Chainlink-style feed of its price in the LAT's unit of account; the oracle's staleness threshold
 is a fixed ``PRICE_STALENESS_SECONDS`` (Mainnet v1's is 1 to 4 hours, derived from the block).
 
-Accounts are anvil's default-mnemonic accounts, by index: 0 deploys every contract and holds
-every role of the LATs (admin, pauser, price updater, strategy controller, node creator); 1-3
-are depositors; 4-6 are operators; 7-9 are the AVSs of the three LATs; 10 is the default sender
-of ``deposit_many``; 19 owns each LAT's ProxyAdmin (the admin of its transparent proxies).
+Accounts are anvil's default-mnemonic accounts (``ACCOUNTS`` of them), by index: 0 deploys every
+contract and holds every role of the LATs (admin, pauser, price updater, strategy controller,
+node creator) and owns the EigenLayer stand-ins; 1-3 are depositors; 4-6 are the LATs'
+operators; 7-9 are the AVSs' accounts of the three LATs; 10 is the default sender of
+``deposit_many``; 12 is the demo's deposit wallet; 19 owns each LAT's ProxyAdmin (the admin of its
+transparent proxies); 20 and 21 are EigenLayer operators no LAT delegates to; 22-25 stake outside
+the LATs (``OUTSIDE_STAKERS``).
+
+latETH's AVS is a ``ServiceManager`` contract owned by account 7 (as an AVS built on EigenLayer
+middleware has one): its address is the AVS's address (the manifest's ``avsAddress``), and
+account 7 announces its metadata, registers operators, sets their restaked strategies and makes
+its rewards submissions through it. latORB's AVS is account 8 itself (an EOA, which cannot answer
+``getOperatorRestakedStrategies``), latBTC's account 9 (an AVS without registrations).
+
+The chain has days of history, so that rewards accrue over whole UTC days as on a real AVS.
+Anvil must start in the past, at ``devnet_genesis(quiet_days)`` (``start_anvil(timestamp=...)``);
+``deploy_devnet`` refuses a chain already later than its first day. With D0 = today (UTC) -
+``HISTORY_DAYS`` - ``quiet_days`` and S = D0 + ``quiet_days``, every transaction of a day is
+mined from 01:00 UTC on, one second apart (``DAY_OPENS_AT``):
+
+- D0: the EigenLayer stand-ins (split activation delay 0), the tokens, operators 4, 5 (slashed by
+  10 %), 6, 20 and 21; the stakers outside the LATs (22: 40 stETH and 20 cbETH delegated to 4;
+  23: 25 stETH to 6; 24: 50 stETH and 30 cbETH to 20; 25: 100 stETH to 21); the three LATs with
+  their scripted histories (``DEMO_LATS``: deposits, delegations, stakes, prices, operator
+  splits, each AVS's metadata and first rewards submission, over 7 days from D0 00:00); the
+  reward token RWD (``REWARD_TOKEN``: no strategy, no price feed, in no LAT); the registrations
+  of day 0 (``REGISTRATIONS``: 4, 6 and 20 to latETH's AVS, 5 and 6 to latORB's; 21 never).
+- D0+1 ... D0+``quiet_days``: one empty block a day (none without quiet days).
+- S+1 ... S+9, the scripted days (``REGISTRATIONS``, ``DEREGISTRATIONS``, ``SPLIT_CHANGES``,
+  ``SUBMISSIONS``, by day; a submission from day a over n days pays days a+1 ... a+n in
+  EigenLayer's reckoning): S+2 operator 5 registers to latETH's AVS (restaked stETH and cbETH);
+  S+4 operator 4 sets its latETH split from 500 to 2000 bips (in force at once: the activation
+  delay is 0); S+5 latETH's AVS directs 30 stETH to operator 4 and 10 stETH to operator 5 over
+  3 days from S (operator-directed); S+6 it submits 12 cbETH over 3 days from S+6 (stETH x1,
+  cbETH x2); S+7 1000 RWD over 2 days from S+7 (stETH); S+8 operator 6 deregisters from it;
+  S+9 the RewardsCoordinator's owner submits 10 stETH for every staker, over 1 day from S+9
+  (rewards for all, which the service does not count).
+- Then the chain follows the wall clock again, and a price updater refreshes each Mainnet-v1 LAT's
+  prices (the same prices), so that they are fresh when the devnet is handed over.
+
+Every scripted day is before today, so each is a complete UTC day. ``devnet_first_day`` reads D0
+back from the chain, ``scripted_day`` gives a scripted day's 00:00 UTC.
 
 Each AVS announces its metadata with ``AVSDirectory.updateAVSMetadataURI`` as an RFC 2397
 ``data:application/json;base64,...`` URI holding EigenLayer's metadata JSON (name, website,
@@ -27,17 +65,19 @@ Multicall3 is put at its canonical address unless ``multicall=False``: a devnet 
 a chain like any other that lacks the helper, where the service must read through its plain
 route.
 
-``python -m devchain.devnet [--rpc-url URL] [--out DIR] [--no-multicall]`` deploys and prints
-(or writes) the manifests.
+``python -m devchain.devnet [--rpc-url URL] [--out DIR] [--no-multicall] [--quiet-days N]``
+deploys and prints (or writes) the manifests, on a node started at ``devnet_genesis(N)``.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import itertools
 import json
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -62,15 +102,29 @@ EIP1967_BEACON_SLOT = 0xA3F0AD74E5423AEBFD80D3EF4346578335A9A72AEAEE59FF6CB3582B
 
 DEPLOYER = 0
 DEPOSITORS = (1, 2, 3)
-OPERATORS = (4, 5, 6)
+OPERATORS = (4, 5, 6)  # the LATs' operators
 BENCH_SENDER = 10
 PROXY_ADMIN = 19
+OUTSIDE_OPERATORS = (20, 21)  # registered EigenLayer operators no LAT delegates to
+# Stakers outside the LATs, on D0: (account, {symbol: whole tokens} deposited, operator).
+OUTSIDE_STAKERS: tuple[tuple[int, dict[str, str], int], ...] = (
+    (22, {"stETH": "40", "cbETH": "20"}, 4),
+    (23, {"stETH": "25"}, 6),
+    (24, {"stETH": "50", "cbETH": "30"}, 20),
+    (25, {"stETH": "100"}, 21),
+)
+ACCOUNTS = 30  # anvil accounts the devnet uses (devchain.anvil.DEFAULT_ACCOUNTS)
 
 WAD = 10**18
 PRICE_STALENESS_SECONDS = 86_400
 SLASHED_OPERATOR = 5
 SLASHED_WAD = WAD // 10  # operator 5 has lost 10 % of its stake
 REWARDS_DURATION = 7 * 86_400
+
+DAY = 86_400
+HISTORY_DAYS = 10  # D0 is this many days (and the quiet days) before today
+DAY_OPENS_AT = 3_600  # a devnet day's transactions start at 01:00 UTC, one second apart
+QUIET_DAYS_PER_CALL = 30  # on_day is called at least every so many quiet days
 
 
 def units(amount: str | int, decimals: int) -> int:
@@ -101,6 +155,12 @@ TOKENS: dict[str, TokenSpec] = {
         ),
     )
 }
+# A token an AVS pays rewards in that has no strategy, no price feed and is in no LAT.
+REWARD_TOKEN = TokenSpec("RWD", "Devnet Reward", 18, strategy_rate=0)
+
+
+def decimals_of(symbol: str) -> int:
+    return REWARD_TOKEN.decimals if symbol == REWARD_TOKEN.symbol else TOKENS[symbol].decimals
 
 
 @dataclass(frozen=True)
@@ -111,6 +171,7 @@ class LatSpec:
     symbol: str
     base_asset: str  # "ETH" or a TOKENS symbol
     avs_account: int
+    service_manager: bool  # the AVS is a ServiceManager owned by avs_account, else that account
     avs_metadata: dict[str, str]
     max_nodes: int
     legacy_events: bool
@@ -137,6 +198,7 @@ DEMO_LATS: tuple[LatSpec, ...] = (
         symbol="latETH",
         base_asset="ETH",
         avs_account=7,
+        service_manager=True,
         avs_metadata={
             "name": "Example Data Availability AVS",
             "website": "https://da.example.org",
@@ -165,6 +227,7 @@ DEMO_LATS: tuple[LatSpec, ...] = (
         symbol="latORB",
         base_asset="ORB",
         avs_account=8,
+        service_manager=False,
         avs_metadata={
             "name": "Orbit Network",
             "website": "https://orbit.example.org",
@@ -192,6 +255,7 @@ DEMO_LATS: tuple[LatSpec, ...] = (
         symbol="latBTC",
         base_asset="WBTC",
         avs_account=9,
+        service_manager=False,
         avs_metadata={
             "name": "Example BTC Bridge AVS",
             "website": "https://bridge.example.org",
@@ -217,6 +281,56 @@ DEMO_LATS: tuple[LatSpec, ...] = (
         late_deposits=((3, {"WBTC": "0.1"}),),
     ),
 )
+
+
+# ----- the AVSs' days (day 0 is D0; day i >= 1 is scripted day i, S + i) -----
+
+# (day, LAT whose AVS, operator, restaked strategies set on the AVS's ServiceManager)
+REGISTRATIONS: tuple[tuple[int, str, int, tuple[str, ...]], ...] = (
+    (0, "latETH", 4, ("stETH", "cbETH")),
+    (0, "latETH", 6, ("stETH",)),
+    (0, "latETH", 20, ("stETH", "cbETH")),
+    (0, "latORB", 5, ()),
+    (0, "latORB", 6, ()),
+    (2, "latETH", 5, ("stETH", "cbETH")),
+)
+# (day, LAT whose AVS, operator)
+DEREGISTRATIONS: tuple[tuple[int, str, int], ...] = ((8, "latETH", 6),)
+# (day, LAT whose AVS, operator, new split in bips); the splits of D0 are DEMO_LATS'.
+SPLIT_CHANGES: tuple[tuple[int, str, int, int], ...] = ((4, "latETH", 4, 2000),)
+
+AVS_REWARDS = "avs"  # createAVSRewardsSubmission, by the AVS
+OPERATOR_DIRECTED = "operator-directed"  # createOperatorDirectedAVSRewardsSubmission, by the AVS
+REWARDS_FOR_ALL = "for-all"  # createRewardsForAllSubmission, by the coordinator's owner
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A rewards submission of a scripted day. ``start`` is its startTimestamp as a day from S
+    (00:00 UTC of S + start); amounts are whole tokens."""
+
+    day: int
+    kind: str
+    token: str
+    strategies: tuple[tuple[str, int], ...]  # (symbol, multiplier)
+    start: int
+    days: int
+    amount: str = "0"  # AVS_REWARDS, REWARDS_FOR_ALL
+    operator_rewards: tuple[tuple[int, str], ...] = ()  # OPERATOR_DIRECTED: (operator, amount)
+    description: str = ""  # OPERATOR_DIRECTED
+    lat: str = "latETH"  # whose AVS makes it (not REWARDS_FOR_ALL)
+
+
+SUBMISSIONS: tuple[Submission, ...] = (
+    Submission(
+        5, OPERATOR_DIRECTED, "stETH", (("stETH", WAD), ("cbETH", WAD)), start=0, days=3,
+        operator_rewards=((4, "30"), (5, "10")), description="devnet operator-directed",
+    ),
+    Submission(6, AVS_REWARDS, "cbETH", (("stETH", WAD), ("cbETH", 2 * WAD)), 6, 3, "12"),
+    Submission(7, AVS_REWARDS, "RWD", (("stETH", WAD),), 7, 2, "1000"),
+    Submission(9, REWARDS_FOR_ALL, "stETH", (("stETH", WAD),), 9, 1, "10", lat=""),
+)  # fmt: skip
+SCRIPTED_DAYS = HISTORY_DAYS - 1  # S+1 ... S+9: every one before today
 
 
 class DevnetError(RuntimeError):
@@ -292,6 +406,81 @@ def _receipt(w3: Web3, tx_hash: Any) -> TxReceipt:
     return receipt
 
 
+def _rpc(w3: Web3, method: str, *params: Any) -> Any:
+    response = w3.provider.make_request(RPCEndpoint(method), list(params))
+    if "error" in response:
+        raise DevnetError(f"{method} failed: {response['error']}")
+    return response.get("result")
+
+
+# ----- the chain's days -----
+
+
+def utc_day(timestamp: int) -> int:
+    """00:00 UTC of the day of ``timestamp``."""
+    return timestamp - timestamp % DAY
+
+
+def devnet_genesis(quiet_days: int = 0, *, now: float | None = None) -> int:
+    """The timestamp to start anvil at (``start_anvil(timestamp=...)``) for a devnet deployed
+    today: 00:00 UTC of its first day D0, ``HISTORY_DAYS`` + ``quiet_days`` days before today."""
+    today = utc_day(int(time.time() if now is None else now))
+    return today - (HISTORY_DAYS + quiet_days) * DAY
+
+
+def devnet_first_day(w3: Web3, manifest: dict[str, Any]) -> int:
+    """D0, read from the chain: 00:00 UTC of the day the LAT's LiquidToken proxy was deployed."""
+    return utc_day(int(w3.eth.get_block(manifest["deploymentBlock"])["timestamp"]))
+
+
+def scripted_day(first_day: int, index: int, *, quiet_days: int = 0) -> int:
+    """00:00 UTC of scripted day ``index`` (S + index; S itself for 0) of a devnet whose D0 is
+    ``first_day``."""
+    return first_day + (quiet_days + index) * DAY
+
+
+def _latest_timestamp(w3: Web3) -> int:
+    return int(w3.eth.get_block("latest")["timestamp"])
+
+
+def _open_day(w3: Web3, day: int) -> None:
+    """Mine the next transactions from 01:00 UTC of ``day`` (its 00:00 timestamp) on, one second
+    apart; a chain already past that day cannot have it."""
+    latest = _latest_timestamp(w3)
+    if latest >= day + DAY:
+        raise DevnetError(
+            f"the chain is at {_iso(latest)}, past the devnet's day {_iso(day)[:10]}: start "
+            "anvil at devnet_genesis() (start_anvil(timestamp=...)) to deploy the devnet"
+        )
+    _rpc(w3, "evm_setNextBlockTimestamp", max(day + DAY_OPENS_AT, latest + 1))
+    _rpc(w3, "anvil_setBlockTimestampInterval", 1)
+
+
+def _quiet_days(w3: Web3, first_day: int, days: int, on_day: Callable[[int], None] | None) -> None:
+    """One empty block at 01:00 UTC of each of the ``days`` days after D0, mined in runs of at
+    most QUIET_DAYS_PER_CALL days (anvil_mine under a block interval of a day)."""
+    done = 0
+    while done < days:
+        run = min(QUIET_DAYS_PER_CALL, days - done)
+        _rpc(w3, "evm_setNextBlockTimestamp", first_day + (done + 1) * DAY + DAY_OPENS_AT)
+        _rpc(w3, "anvil_setBlockTimestampInterval", DAY)
+        _rpc(w3, "anvil_mine", run)
+        done += run
+        if on_day is not None:
+            on_day(done)
+
+
+def _follow_wall_clock(w3: Web3) -> None:
+    """Back to anvil's own clock: a block at the wall clock's time, later ones after it."""
+    _rpc(w3, "anvil_removeBlockTimestampInterval")
+    _rpc(w3, "evm_setNextBlockTimestamp", max(int(time.time()), _latest_timestamp(w3) + 1))
+    _rpc(w3, "evm_mine")
+
+
+def _iso(timestamp: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))
+
+
 @dataclass(frozen=True)
 class Deployed:
     address: str
@@ -361,10 +550,11 @@ class Core:
 
 def deploy_core(w3: Web3, *, multicall: bool = True) -> Core:
     """Deploy the EigenLayer stand-ins, the test tokens with their strategies and price feeds,
-    and register the operators (operator 5 slashed by 10 %); Multicall3 too when asked."""
+    and register the operators (operator 5 slashed by 10 %); Multicall3 too when asked. The
+    rewards coordinator's split activation delay is 0."""
     accounts = [Web3.to_checksum_address(a) for a in w3.eth.accounts]
-    if len(accounts) <= PROXY_ADMIN:
-        raise DevnetError(f"the node has {len(accounts)} accounts; the devnet needs 20")
+    if len(accounts) < ACCOUNTS:
+        raise DevnetError(f"the node has {len(accounts)} accounts; the devnet needs {ACCOUNTS}")
     owner = accounts[DEPLOYER]
     if multicall:
         install_multicall3(w3)
@@ -374,7 +564,9 @@ def deploy_core(w3: Web3, *, multicall: bool = True) -> Core:
     )
     _send(w3, sm.functions.setDelegationManager(dm.address), owner)
     rc = contract(w3, "RewardsCoordinator", _deploy(w3, "RewardsCoordinator", owner).address)
-    avs_directory = contract(w3, "AVSDirectory", _deploy(w3, "AVSDirectory", owner).address)
+    _send(w3, rc.functions.setActivationDelay(0), owner)  # a split is in force once set
+    directory = _deploy(w3, "AVSDirectory", owner, dm.address)
+    avs_directory = contract(w3, "AVSDirectory", directory.address)
 
     tokens: dict[str, Contract] = {}
     strategies: dict[str, Contract] = {}
@@ -388,11 +580,111 @@ def deploy_core(w3: Web3, *, multicall: bool = True) -> Core:
             feed = _deploy(w3, "PriceFeed", owner, 18, f"{spec.symbol} / ETH", spec.eth_price)
             feeds[spec.symbol] = contract(w3, "PriceFeed", feed.address)
 
-    for index in OPERATORS:
+    for index in OPERATORS + OUTSIDE_OPERATORS:
         uri = f"https://operators.example.org/{index}.json"
         _send(w3, dm.functions.registerAsOperator(accounts[index], 0, uri), accounts[index])
     _send(w3, dm.functions.setOperatorSlashing(accounts[SLASHED_OPERATOR], SLASHED_WAD), owner)
     return Core(accounts, sm, dm, rc, avs_directory, tokens, strategies, feeds)
+
+
+def stake_outside(w3: Web3, core: Core) -> None:
+    """The stakers outside the LATs (``OUTSIDE_STAKERS``): each deposits into the strategies
+    (StrategyManager.depositIntoStrategy), then delegates to its operator."""
+    for account, amounts, operator in OUTSIDE_STAKERS:
+        staker = core.account(account)
+        for symbol, amount in amounts.items():
+            token, strategy = core.tokens[symbol], core.strategies[symbol]
+            raw = units(amount, TOKENS[symbol].decimals)
+            _send(w3, token.functions.mint(staker, raw), staker)
+            _send(w3, token.functions.approve(core.strategy_manager.address, raw), staker)
+            call = core.strategy_manager.functions.depositIntoStrategy(
+                strategy.address, token.address, raw
+            )
+            _send(w3, call, staker)
+        call = core.delegation_manager.functions.delegateTo(
+            core.account(operator), (b"", 0), bytes(32)
+        )
+        _send(w3, call, staker)
+
+
+# ----- the AVSs -----
+
+
+@dataclass
+class Avs:
+    """An AVS as the devnet drives it: ``address`` is the AVS in EigenLayer, ``account`` the
+    account acting for it, through ``service_manager`` (owned by ``account``, at ``address``)
+    where the AVS has one, else directly (``address`` is then ``account``)."""
+
+    address: str
+    account: str
+    service_manager: Contract | None
+    salts: itertools.count[int] = field(default_factory=itertools.count)
+
+    def update_metadata(self, w3: Web3, core: Core, uri: str) -> None:
+        target = self.service_manager or core.avs_directory
+        _send(w3, target.functions.updateAVSMetadataURI(uri), self.account)
+
+    def register(self, w3: Web3, core: Core, operator: str, restaked: Sequence[str]) -> None:
+        """Register ``operator``; a ServiceManager also records its restaked strategies."""
+        if self.service_manager is None:
+            salt = Web3.solidity_keccak(["address", "uint256"], [self.address, next(self.salts)])
+            signature = (b"", salt, 2**256 - 1)  # not verified on the devnet
+            call = core.avs_directory.functions.registerOperatorToAVS(operator, signature)
+            _send(w3, call, self.account)
+            return
+        manager = self.service_manager.functions
+        _send(w3, manager.registerOperatorToAVS(operator), self.account)
+        _send(w3, manager.setOperatorRestakedStrategies(operator, list(restaked)), self.account)
+
+    def deregister(self, w3: Web3, core: Core, operator: str) -> None:
+        target = self.service_manager or core.avs_directory
+        _send(w3, target.functions.deregisterOperatorFromAVS(operator), self.account)
+
+    def submit(self, w3: Web3, core: Core, token: str, amount: int, submission: tuple) -> None:
+        """An AVS rewards submission of ``amount`` of ``token``, minted to the AVS's account."""
+        self._fund(w3, core, token, amount)
+        if self.service_manager is None:
+            call = core.rewards_coordinator.functions.createAVSRewardsSubmission([submission])
+        else:
+            call = self.service_manager.functions.createAVSRewardsSubmission([submission])
+        _send(w3, call, self.account)
+
+    def submit_operator_directed(
+        self, w3: Web3, core: Core, token: str, amount: int, submission: tuple
+    ) -> None:
+        """An operator-directed submission whose operator rewards add up to ``amount``."""
+        self._fund(w3, core, token, amount)
+        if self.service_manager is None:
+            rc = core.rewards_coordinator.functions
+            call = rc.createOperatorDirectedAVSRewardsSubmission(self.address, [submission])
+        else:
+            sm = self.service_manager.functions
+            call = sm.createOperatorDirectedAVSRewardsSubmission([submission])
+        _send(w3, call, self.account)
+
+    def _fund(self, w3: Web3, core: Core, token: str, amount: int) -> None:
+        """Mint ``amount`` to the AVS's account and let whoever submits take it."""
+        erc20 = contract(w3, "TestERC20", token).functions
+        spender = self.service_manager or core.rewards_coordinator
+        _send(w3, erc20.mint(self.account, amount), self.account)
+        _send(w3, erc20.approve(spender.address, amount), self.account)
+
+
+def deploy_avs(w3: Web3, core: Core, spec: LatSpec) -> Avs:
+    """The LAT's AVS: a ServiceManager deployed (and owned) by its account, or the account."""
+    account = core.account(spec.avs_account)
+    if not spec.service_manager:
+        return Avs(account, account, None)
+    deployed = _deploy(
+        w3,
+        "ServiceManager",
+        account,
+        core.avs_directory.address,
+        core.rewards_coordinator.address,
+    )
+    manager = contract(w3, "ServiceManager", deployed.address)
+    return Avs(manager.address, account, manager)
 
 
 # ----- one LAT -----
@@ -434,21 +726,19 @@ VARIANTS: dict[str, Shape] = {
 LAT_ROLES = ("LiquidToken", "LiquidTokenManager", "StakerNodeCoordinator", "TokenRegistryOracle")
 
 
-def deploy_lat(w3: Web3, core: Core, spec: LatSpec, *, variant: str = MAINNET_V1) -> dict[str, Any]:
-    """Deploy one LAT per ``spec`` with the contracts of ``variant`` (``VARIANTS``), play its
-    scripted history, and return its manifest in the published format (``published_manifest``)."""
+def deploy_lat(
+    w3: Web3, core: Core, spec: LatSpec, avs: Avs, *, variant: str = MAINNET_V1
+) -> dict[str, Any]:
+    """Deploy one LAT per ``spec`` with the contracts of ``variant`` (``VARIANTS``), secured by
+    ``avs``, play its scripted history, and return its manifest in the published format
+    (``_lat_manifest``)."""
     shape = VARIANTS[variant]
     lat = _deploy_lat_contracts(w3, core, shape)
     _initialize_lat(w3, core, spec, lat)
     _add_tokens_and_nodes(w3, core, spec, lat)
-    avs = core.account(spec.avs_account)
-    _send(
-        w3,
-        core.avs_directory.functions.updateAVSMetadataURI(avs_metadata_uri(spec.avs_metadata)),
-        avs,
-    )
+    avs.update_metadata(w3, core, avs_metadata_uri(spec.avs_metadata))
     _play_history(w3, core, spec, lat, avs)
-    return _lat_manifest(w3, core, spec, lat, avs)
+    return _lat_manifest(w3, core, spec, lat, avs.address)
 
 
 @dataclass(frozen=True)
@@ -600,7 +890,7 @@ def delegate_node(w3: Web3, manager: Contract, node_id: int, operator: str, send
     _send(w3, call, sender)
 
 
-def _play_history(w3: Web3, core: Core, spec: LatSpec, lat: LatContracts, avs: str) -> None:
+def _play_history(w3: Web3, core: Core, spec: LatSpec, lat: LatContracts, avs: Avs) -> None:
     """The scripted history, in order: deposits, delegations, stakes, queued withdrawals, price
     updates, operator splits, the AVS's rewards, late deposits.
 
@@ -632,8 +922,7 @@ def _play_history(w3: Web3, core: Core, spec: LatSpec, lat: LatContracts, avs: s
     for symbol, price in spec.feed_updates.items():
         _send(w3, core.feeds[symbol].functions.setAnswer(price), owner)
     for operator, bips in spec.operator_splits.items():
-        op = core.account(operator)
-        _send(w3, core.rewards_coordinator.functions.setOperatorAVSSplit(op, avs, bips), op)
+        set_operator_split(w3, core, core.account(operator), avs.address, bips)
     if spec.reward[0]:
         _submit_rewards(w3, core, spec, avs)
     for account, amounts in spec.late_deposits:
@@ -724,36 +1013,160 @@ def manifest_tokens(manifest: dict[str, Any]) -> list[dict[str, str]]:
     return list(tokens)
 
 
-def _submit_rewards(w3: Web3, core: Core, spec: LatSpec, avs: str) -> None:
+def _submit_rewards(w3: Web3, core: Core, spec: LatSpec, avs: Avs) -> None:
+    """The AVS's first submission: ``spec.reward`` over the LAT's strategies (multiplier 1e18
+    each), for REWARDS_DURATION from 00:00 UTC of the day (D0)."""
     symbol, amount = spec.reward
     token = core.tokens[symbol]
     raw = units(amount, TOKENS[symbol].decimals)
-    _send(w3, token.functions.mint(avs, raw), avs)
-    _send(w3, token.functions.approve(core.rewards_coordinator.address, raw), avs)
-    # EigenLayer wants strategies in ascending address order.
-    strategies = sorted(
-        (core.strategies[s].address for s, _, _ in spec.tokens), key=lambda a: int(a, 16)
+    strategies = _strategies_and_multipliers(core, [(s, WAD) for s, _, _ in spec.tokens])
+    start = utc_day(_latest_timestamp(w3))
+    avs.submit(
+        w3, core, token.address, raw, (strategies, token.address, raw, start, REWARDS_DURATION)
     )
-    now = w3.eth.get_block("latest")["timestamp"]
-    start = now - now % 86_400
-    submission = ([(s, WAD) for s in strategies], token.address, raw, start, REWARDS_DURATION)
-    _send(w3, core.rewards_coordinator.functions.createAVSRewardsSubmission([submission]), avs)
+
+
+def _strategies_and_multipliers(
+    core: Core, weights: Sequence[tuple[str, int]]
+) -> list[tuple[str, int]]:
+    """(strategy, multiplier) of each (token symbol, multiplier), in ascending address order as
+    EigenLayer wants them."""
+    pairs = [(core.strategies[symbol].address, multiplier) for symbol, multiplier in weights]
+    return sorted(pairs, key=lambda pair: int(pair[0], 16))
+
+
+def set_operator_split(w3: Web3, core: Core, operator: str, avs: str, bips: int) -> None:
+    """The operator sets its split for the AVS (RewardsCoordinator.setOperatorAVSSplit)."""
+    call = core.rewards_coordinator.functions.setOperatorAVSSplit(operator, avs, bips)
+    _send(w3, call, operator)
+
+
+# ----- the AVSs' days -----
+
+
+@dataclass
+class World:
+    """What the AVSs' days act on: the core, each LAT's AVS (by symbol) and S, 00:00 UTC of the
+    day before the first scripted day."""
+
+    core: Core
+    avss: dict[str, Avs]
+    base_day: int
+
+
+def play_day(w3: Web3, world: World, day: int) -> None:
+    """Day ``day`` of ``REGISTRATIONS``, ``DEREGISTRATIONS``, ``SPLIT_CHANGES`` and
+    ``SUBMISSIONS``, in that order (day 0: D0, after the LATs)."""
+    core = world.core
+    for when, symbol, operator, restaked in REGISTRATIONS:
+        if when == day:
+            strategies = [core.strategies[s].address for s in restaked]
+            world.avss[symbol].register(w3, core, core.account(operator), strategies)
+    for when, symbol, operator in DEREGISTRATIONS:
+        if when == day:
+            world.avss[symbol].deregister(w3, core, core.account(operator))
+    for when, symbol, operator, bips in SPLIT_CHANGES:
+        if when == day:
+            avs = world.avss[symbol].address
+            set_operator_split(w3, core, core.account(operator), avs, bips)
+    for submission in SUBMISSIONS:
+        if submission.day == day:
+            _make_submission(w3, world, submission)
+
+
+def _make_submission(w3: Web3, world: World, submission: Submission) -> None:
+    core = world.core
+    token = core.tokens[submission.token]
+    decimals = decimals_of(submission.token)
+    strategies = _strategies_and_multipliers(core, submission.strategies)
+    start, duration = world.base_day + submission.start * DAY, submission.days * DAY
+    if submission.kind == OPERATOR_DIRECTED:
+        rewards = sorted(
+            (
+                (core.account(operator), units(amount, decimals))
+                for operator, amount in submission.operator_rewards
+            ),
+            key=lambda reward: int(reward[0], 16),  # EigenLayer wants operators ascending
+        )
+        directed = (strategies, token.address, rewards, start, duration, submission.description)
+        total = sum(amount for _, amount in rewards)
+        avs = world.avss[submission.lat]
+        avs.submit_operator_directed(w3, core, token.address, total, directed)
+        return
+    amount = units(submission.amount, decimals)
+    plain = (strategies, token.address, amount, start, duration)
+    if submission.kind == AVS_REWARDS:
+        world.avss[submission.lat].submit(w3, core, token.address, amount, plain)
+        return
+    owner = core.account(DEPLOYER)  # the coordinator's owner
+    rc = core.rewards_coordinator
+    _send(w3, token.functions.mint(owner, amount), owner)
+    _send(w3, token.functions.approve(rc.address, amount), owner)
+    _send(w3, rc.functions.createRewardsForAllSubmission([plain]), owner)
+
+
+def refresh_prices(w3: Web3, core: Core, manifests: Sequence[dict[str, Any]]) -> None:
+    """Each LAT's price updater refreshes its prices from their sources
+    (TokenRegistryOracle.updateAllPricesIfNeeded, a no-op while they are fresh)."""
+    updater = core.account(DEPLOYER)
+    for manifest in manifests:
+        address = manifest["contractDeployments"]["proxy"]["tokenRegistryOracle"]["address"]
+        oracle = contract(w3, "TokenRegistryOracle", address).functions
+        _send(w3, oracle.updateAllPricesIfNeeded(), updater)
+        if oracle.arePricesStale().call():
+            raise DevnetError(f"{manifest['symbol']}: prices still stale after a refresh")
 
 
 # ----- public entry points -----
 
 
 def deploy_devnet(
-    rpc_url: str, *, multicall: bool = True, variant: str = MAINNET_V1, published: bool = False
+    rpc_url: str,
+    *,
+    multicall: bool = True,
+    variant: str = MAINNET_V1,
+    published: bool = False,
+    quiet_days: int = 0,
+    on_day: Callable[[int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Deploy the shared EigenLayer, tokens and the DEMO_LATS with the contracts of
-    ``variant`` (``VARIANTS``: Mainnet v1 by default, or the older ``"v1.0.2"`` shape); return
-    their manifests, in the service's array format unless ``published`` (the format deployment
-    repositories publish, see ``_lat_manifest``). With ``multicall=False`` Multicall3 is not
-    installed (the chain gets no helper contract)."""
+    ``variant`` (``VARIANTS``: Mainnet v1 by default, or the older ``"v1.0.2"`` shape), and play
+    the AVSs' days (the module's docstring); return the LATs' manifests, in the service's array
+    format unless ``published`` (the format deployment repositories publish, see
+    ``_lat_manifest``). With ``multicall=False`` Multicall3 is not installed (the chain gets no
+    helper contract).
+
+    The node must be at or before D0, its first day: start it at
+    ``devnet_genesis(quiet_days)``; a chain later than D0 raises DevnetError. ``on_day(day)``
+    (days after D0) is called after each scripted day's transactions, and after every run of at
+    most QUIET_DAYS_PER_CALL quiet days, so that a caller can look at the chain day by day."""
+    if quiet_days < 0:
+        raise DevnetError(f"quiet_days must be 0 or more, not {quiet_days}")
     w3 = connect(rpc_url)
+    first_day = devnet_genesis(quiet_days)
+    _open_day(w3, first_day)
     core = deploy_core(w3, multicall=multicall)
-    manifests = [deploy_lat(w3, core, spec, variant=variant) for spec in DEMO_LATS]
+    stake_outside(w3, core)
+    avss = {spec.symbol: deploy_avs(w3, core, spec) for spec in DEMO_LATS}
+    manifests = [
+        deploy_lat(w3, core, spec, avss[spec.symbol], variant=variant) for spec in DEMO_LATS
+    ]
+    owner = core.account(DEPLOYER)
+    reward = REWARD_TOKEN
+    token = _deploy(w3, "TestERC20", owner, reward.name, reward.symbol, reward.decimals)
+    core.tokens[reward.symbol] = contract(w3, "TestERC20", token.address)
+    world = World(core, avss, base_day=first_day + quiet_days * DAY)
+    play_day(w3, world, 0)
+
+    _quiet_days(w3, first_day, quiet_days, on_day)
+    for day in range(1, SCRIPTED_DAYS + 1):
+        _open_day(w3, world.base_day + day * DAY)
+        play_day(w3, world, day)
+        if on_day is not None:
+            on_day(quiet_days + day)
+    _follow_wall_clock(w3)
+    if VARIANTS[variant].price_sources:
+        refresh_prices(w3, core, manifests)
     return manifests if published else [service_manifest(m) for m in manifests]
 
 
@@ -880,12 +1293,20 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="manifests as deployment repositories publish them (tokens keyed by index, roles)",
     )
+    parser.add_argument(
+        "--quiet-days",
+        type=int,
+        default=0,
+        help="days without transactions between D0 and the scripted days (the node must start "
+        "at devnet_genesis of as many)",
+    )
     args = parser.parse_args(argv)
     manifests = deploy_devnet(
         args.rpc_url,
         multicall=not args.no_multicall,
         variant=args.variant,
         published=args.published,
+        quiet_days=args.quiet_days,
     )
     if args.out:
         for path in write_manifests(manifests, args.out):

@@ -11,7 +11,7 @@ from web3 import Web3
 from web3.contract import Contract
 
 from devchain.anvil import AnvilNode, start_anvil
-from devchain.devnet import connect, contract, deploy_devnet, service_manifest
+from devchain.devnet import connect, contract, deploy_devnet, devnet_genesis, service_manifest
 
 # The headless browser (`browser`) for the tests that use the service as a browser does.
 pytest_plugins = ["tests.browser"]
@@ -192,7 +192,7 @@ def devnet_kind(request: pytest.FixtureRequest, _devnets: dict[str, Devnet]) -> 
     the demo LATs deployed before any snapshot)."""
     kind = request.param
     if kind not in _devnets:
-        node = start_anvil()
+        node = start_anvil(timestamp=devnet_genesis())
         try:
             published = deploy_devnet(node.url, multicall=kind == "multicall3", published=True)
         except BaseException:

@@ -30,3 +30,27 @@ ETH_SUPPLY = _SUPPLY_BEFORE_LATE + 2 * CBETH_PRICE * _SUPPLY_BEFORE_LATE // (
 def eth_total_assets(*, steth_price: int = STETH_PRICE, cbeth_price: int = CBETH_PRICE) -> int:
     """latETH's totalAssets with these prices (1e18-scaled, in ETH)."""
     return ETH_STETH_TOTAL * steth_price // WAD + ETH_CBETH_TOTAL * cbeth_price // 10**6
+
+
+# EigenLayer operators' delegated shares (DelegationManager.operatorShares), by hand: the LATs'
+# nodes and the stakers outside the LATs (devchain.devnet.OUTSIDE_STAKERS), each deposit's
+# shares rounded down on its own. ORB, WBTC and tBTC are the LATs' only.
+STETH_SHARES_8 = 8 * WAD * WAD // STETH_RATE  # latETH node 0 (operator 4)
+STETH_SHARES_4 = 4 * WAD * WAD // STETH_RATE  # latETH node 1 (operator 5, slashed by 10 %)
+CBETH_SHARES_10 = 10 * 10**6 * WAD // CBETH_RATE  # latETH node 0 (operator 4)
+OUTSIDE_STETH = {22: 40, 23: 25, 24: 50, 25: 100}  # staker -> whole stETH deposited
+OUTSIDE_CBETH = {22: 20, 24: 30}  # staker -> whole cbETH deposited
+OPERATOR_STETH_SHARES = {
+    4: STETH_SHARES_8 + 40 * WAD * WAD // STETH_RATE,  # node 0 + staker 22
+    5: STETH_SHARES_4 * 9 // 10,  # node 1, net of the slashing
+    6: 25 * WAD * WAD // STETH_RATE,  # staker 23
+    20: 50 * WAD * WAD // STETH_RATE,  # staker 24
+    21: 100 * WAD * WAD // STETH_RATE,  # staker 25
+}
+OPERATOR_CBETH_SHARES = {
+    4: CBETH_SHARES_10 + 20 * 10**6 * WAD // CBETH_RATE,  # node 0 + staker 22
+    5: 0,
+    6: 0,
+    20: 30 * 10**6 * WAD // CBETH_RATE,  # staker 24
+    21: 0,
+}

@@ -123,6 +123,21 @@ contract DelegationManager is Owned {
         }
     }
 
+    /// @notice One row per operator: its shares in each strategy, net of slashing (`operatorShares`).
+    function getOperatorsShares(address[] calldata operators, address[] calldata strategies)
+        external
+        view
+        returns (uint256[][] memory shares)
+    {
+        shares = new uint256[][](operators.length);
+        for (uint256 i = 0; i < operators.length; i++) {
+            shares[i] = new uint256[](strategies.length);
+            for (uint256 j = 0; j < strategies.length; j++) {
+                shares[i][j] = operatorShares(operators[i], strategies[j]);
+            }
+        }
+    }
+
     function _delegate(address staker, address operator) private {
         delegatedTo[staker] = operator;
         emit StakerDelegated(staker, operator);

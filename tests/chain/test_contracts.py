@@ -16,29 +16,41 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from eth_abi import encode as abi_encode
 from web3 import Web3
-from web3.exceptions import ContractCustomError, ContractLogicError
+from web3.exceptions import BadFunctionCallOutput, ContractCustomError, ContractLogicError
 
 from devchain import compile as chain_compile
 from devchain.anvil import start_anvil
 from devchain.devnet import (
     BEACON_CHAIN_ETH,
+    DAY,
+    DAY_OPENS_AT,
     EIP1967_ADMIN_SLOT,
     EIP1967_BEACON_SLOT,
     EIP1967_IMPLEMENTATION_SLOT,
+    HISTORY_DAYS,
     MULTICALL3_ADDRESS,
     V1_0_2,
+    DevnetError,
     connect,
+    contract,
     decode_error,
     deploy_devnet,
     deposit_many,
+    devnet_first_day,
+    devnet_genesis,
     load_artifacts,
     make_deposits,
     manifest_tokens,
+    scripted_day,
     service_manifest,
+    utc_day,
 )
 from tests.devnet_values import (
     ETH_SUPPLY,
     ETH_TOTAL_ASSETS,
+    OPERATOR_CBETH_SHARES,
+    OPERATOR_STETH_SHARES,
+    OUTSIDE_STETH,
     eth_total_assets,
 )
 
@@ -56,9 +68,12 @@ ORB_RATE = 110 * 10**16
 OPERATOR_4 = "0x15d34AAf54267DB7D7c367839AAf71A00a2C6A65"
 OPERATOR_5 = "0x9965507D1a55bcC2695C58ba16FB37d819B0A4dc"  # slashed by 10 %
 OPERATOR_6 = "0x976EA74026E726554dB657fA54763abd0C3a0aa9"
-AVS_ETH = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955"
-AVS_ORB = "0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f"
-AVS_BTC = "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"
+OPERATOR_20 = "0x09DB0a93B389bEF724429898f539AEB7ac2Dd55f"  # no LAT delegates to 20 or 21
+OPERATOR_21 = "0x02484cb50AAC86Eae85610D6f4Bf026f30f6627D"
+AVS_ETH_OWNER = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955"  # account 7
+AVS_ETH = "0xef11D1c2aA48826D4c41e54ab82D1Ff5Ad8A64Ca"  # the ServiceManager account 7 deployed
+AVS_ORB = "0x23618e81E3f5cdF7f54C3d65f7FBc0aBf5B21E8f"  # account 8 itself
+AVS_BTC = "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"  # account 9 itself
 PROXY_ADMIN = "0x8626f6940E2eb28930eFb4CeF49B2d1F2C9C1199"
 FRESH = 11  # an anvil account the devnet never uses
 FRESH_ADDRESS = "0x71bE63f3384f5fb98995898A86B02Fb2426c5788"  # anvil account 11
@@ -291,10 +306,12 @@ def test_strategy_shares_are_not_one_to_one(chain: Chain) -> None:
     assert steth.functions.sharesToUnderlyingView(3).call() == 3  # 3.15 rounds down
     assert cbeth.functions.sharesToUnderlyingView(1_000_000).call() == 1_020_000
     assert steth.functions.underlyingToken().call() == lat["tokens"]["stETH"].address
-    # Only the ETH LAT stakes stETH: 8 stETH to node 0 and 4 stETH to node 1.
+    # The ETH LAT stakes 8 stETH to node 0 and 4 stETH to node 1, the stakers outside the LATs
+    # 40, 25, 50 and 100 stETH: each deposit's shares rounded down.
+    outside = sum(amount * WAD * WAD // STETH_RATE for amount in (40, 25, 50, 100))
     assert (
         steth.functions.totalShares().call()
-        == 8 * WAD * WAD // STETH_RATE + 4 * WAD * WAD // STETH_RATE
+        == 8 * WAD * WAD // STETH_RATE + 4 * WAD * WAD // STETH_RATE + outside
     )
 
 
@@ -316,7 +333,7 @@ def test_withdrawable_shares_net_out_the_operator_slashing(chain: Chain) -> None
 
     assert dm.getWithdrawableShares(node2, [steth]).call() == [[0], [0]]
     assert dm.operatorShares(OPERATOR_5, steth).call() == 3_428_571_428_571_428_570
-    assert dm.operatorShares(OPERATOR_4, cbeth).call() == 9_803_921
+    assert dm.operatorShares(OPERATOR_4, cbeth).call() == 9_803_921 + 19_607_843  # + staker 22
     assert dm.delegatedTo(node0).call() == OPERATOR_4
     assert dm.delegatedTo(node2).call() == ZERO
 
@@ -349,13 +366,17 @@ def test_rewards_submission_and_operator_splits(chain: Chain) -> None:
     eth = lat_contracts(chain, "latETH")
     rc = chain.contract("RewardsCoordinator", eth["manifest"]["eigenlayer"]["rewardsCoordinator"])
     split = rc.functions.getOperatorAVSSplit
-    assert split(OPERATOR_4, AVS_ETH).call() == 500
+    assert split(OPERATOR_4, AVS_ETH).call() == 2000  # 500 on D0, 2000 from scripted day 4
     assert split(OPERATOR_5, AVS_ETH).call() == 1000  # none set: EigenLayer's 10 % default
     assert split(OPERATOR_6, AVS_ORB).call() == 2500
     assert split(OPERATOR_4, AVS_BTC).call() == 0
 
     events = rc.events.AVSRewardsSubmissionCreated().get_logs(from_block=0)
-    assert [e["args"]["avs"] for e in events] == [AVS_ETH, AVS_ORB, AVS_BTC]
+    # Each AVS's first submission on D0, then latETH's on scripted days 6 and 7 (its nonce 1
+    # went to the operator-directed submission of day 5).
+    assert [(e["args"]["avs"], e["args"]["submissionNonce"]) for e in events] == [
+        (AVS_ETH, 0), (AVS_ORB, 0), (AVS_BTC, 0), (AVS_ETH, 2), (AVS_ETH, 3),
+    ]  # fmt: skip
     event = events[0]["args"]
     submission = event["rewardsSubmission"]
     strategies = sorted((s.address for s in eth["strategies"].values()), key=lambda a: int(a, 16))
@@ -436,10 +457,14 @@ def test_token_registry(chain: Chain) -> None:
 
     updates = lat["ltm"].events.TokenPriceUpdated().get_logs(from_block=0)
     assert [
-        (e["args"]["oldPrice"], e["args"]["newPrice"], e["args"]["updater"]) for e in updates
+        (e["args"]["token"], e["args"]["oldPrice"], e["args"]["newPrice"], e["args"]["updater"])
+        for e in updates
     ] == [
-        (108 * 10**16, 109 * 10**16, chain.account(0)),  # LTM.updatePrice by the deployer
-        (WAD, 999 * 10**15, lat["oracle"].address),  # TokenRegistryOracle.updateRate
+        (cbeth, 108 * 10**16, 109 * 10**16, chain.account(0)),  # LTM.updatePrice, the deployer
+        (steth, WAD, 999 * 10**15, lat["oracle"].address),  # TokenRegistryOracle.updateRate
+        # The price updater's refresh when the devnet is handed over: the same prices.
+        (steth, 999 * 10**15, 999 * 10**15, lat["oracle"].address),
+        (cbeth, 109 * 10**16, 109 * 10**16, lat["oracle"].address),
     ]
 
 
@@ -789,7 +814,7 @@ def older_devnet() -> Iterator[Chain]:
     on an anvil of their own."""
     from tests.conftest import Chain
 
-    node = start_anvil()
+    node = start_anvil(timestamp=devnet_genesis())
     try:
         manifests = deploy_devnet(node.url, variant=V1_0_2)
         yield Chain(node.url, connect(node.url), manifests, "multicall3")
@@ -851,8 +876,8 @@ def test_the_older_variant_reverts_with_openzeppelin_5_errors(older_devnet: Chai
 def test_staker_node_limit(chain: Chain) -> None:
     coordinator = lat_contracts(chain, "latBTC")["coordinator"]
     owner = {"from": chain.account(0)}
-    coordinator.functions.createStakerNode().transact(owner)
-    coordinator.functions.createStakerNode().transact(owner)  # 4 = maxNodes
+    mined(chain, coordinator.functions.createStakerNode().transact(owner))
+    mined(chain, coordinator.functions.createStakerNode().transact(owner))  # 4 = maxNodes
     with pytest.raises(ContractCustomError) as excinfo:
         coordinator.functions.createStakerNode().call(owner)
     assert revert_of(excinfo) == ("TooManyStakerNodes", (4,))
@@ -892,3 +917,510 @@ def test_multicall3_only_on_the_devnet_that_has_it(chain: Chain) -> None:
     assert multicall.functions.getBlockNumber().call() == chain.w3.eth.block_number
     with pytest.raises(ContractLogicError, match="Multicall3: call failed"):
         multicall.functions.aggregate3([(lt.address, False, b"\x00\x00\x00\x00")]).call()
+
+
+# ----- the AVSs' world: EigenLayer's functions for the rewards APY, and the chain's days -----
+
+# chain.md's signatures (EigenLayer at f84a515), as the compiled ABIs must have them.
+EIGENLAYER_SIGNATURES = {
+    "DelegationManager": {
+        "functions": {
+            "getOperatorsShares(address[],address[]) view returns (uint256[][])",
+            "operatorShares(address,address) view returns (uint256)",
+            "delegatedTo(address) view returns (address)",
+            "getWithdrawableShares(address,address[]) view returns (uint256[],uint256[])",
+        },
+        "events": {
+            "OperatorSharesIncreased(address indexed,address,address,uint256)",
+            "OperatorSharesDecreased(address indexed,address,address,uint256)",
+            "StakerDelegated(address indexed,address indexed)",
+            "StakerUndelegated(address indexed,address indexed)",
+        },
+    },
+    "AVSDirectory": {
+        "functions": {
+            "registerOperatorToAVS(address,(bytes,bytes32,uint256)) nonpayable returns ()",
+            "deregisterOperatorFromAVS(address) nonpayable returns ()",
+            "avsOperatorStatus(address,address) view returns (uint8)",
+            "updateAVSMetadataURI(string) nonpayable returns ()",
+        },
+        "events": {
+            "OperatorAVSRegistrationStatusUpdated(address indexed,address indexed,uint8)",
+            "AVSMetadataURIUpdated(address indexed,string)",
+        },
+    },
+    "RewardsCoordinator": {
+        "functions": {
+            "activationDelay() view returns (uint32)",
+            "setActivationDelay(uint32) nonpayable returns ()",
+            "defaultOperatorSplitBips() view returns (uint16)",
+            "getOperatorAVSSplit(address,address) view returns (uint16)",
+            "setOperatorAVSSplit(address,address,uint16) nonpayable returns ()",
+            "createAVSRewardsSubmission(((address,uint96)[],address,uint256,uint32,uint32)[])"
+            " nonpayable returns ()",
+            "createRewardsForAllSubmission(((address,uint96)[],address,uint256,uint32,uint32)[])"
+            " nonpayable returns ()",
+            "createOperatorDirectedAVSRewardsSubmission(address,((address,uint96)[],address,"
+            "(address,uint256)[],uint32,uint32,string)[]) nonpayable returns ()",
+        },
+        "events": {
+            "AVSRewardsSubmissionCreated(address indexed,uint256 indexed,bytes32 indexed,"
+            "((address,uint96)[],address,uint256,uint32,uint32))",
+            "RewardsSubmissionForAllCreated(address indexed,uint256 indexed,bytes32 indexed,"
+            "((address,uint96)[],address,uint256,uint32,uint32))",
+            "OperatorDirectedAVSRewardsSubmissionCreated(address indexed,address indexed,"
+            "bytes32 indexed,uint256,((address,uint96)[],address,(address,uint256)[],uint32,"
+            "uint32,string))",
+            "OperatorAVSSplitBipsSet(address indexed,address indexed,address indexed,uint32,"
+            "uint16,uint16)",
+            "DefaultOperatorSplitBipsSet(uint16,uint16)",
+            "ActivationDelaySet(uint32,uint32)",
+        },
+        "errors": {"PreviousSplitPending()", "SubmissionNotRetroactive()"},
+    },
+    "ServiceManager": {
+        "functions": {
+            "getOperatorRestakedStrategies(address) view returns (address[])",
+            "updateAVSMetadataURI(string) nonpayable returns ()",
+        },
+    },
+}
+OD_SUBMISSION = "((address,uint96)[],address,(address,uint256)[],uint32,uint32,string)"
+REGISTERED, UNREGISTERED = 1, 0
+
+
+def test_eigenlayer_stand_ins_have_chain_mds_signatures() -> None:
+    from devchain.upstream_abi import signatures
+
+    for name, expected in EIGENLAYER_SIGNATURES.items():
+        found = signatures(load_artifacts()[name]["abi"])
+        for kind, wanted in expected.items():
+            assert wanted <= set(found[kind]), f"{name} {kind}"
+
+
+def core_contracts(chain: Chain) -> dict[str, Any]:
+    eigenlayer = chain.lat("latETH")["eigenlayer"]
+    return {
+        "dm": chain.contract("DelegationManager", eigenlayer["delegationManager"]),
+        "sm": chain.contract("StrategyManager", eigenlayer["strategyManager"]),
+        "rc": chain.contract("RewardsCoordinator", eigenlayer["rewardsCoordinator"]),
+        "directory": chain.contract("AVSDirectory", eigenlayer["avsDirectory"]),
+        "service_manager": chain.contract("ServiceManager", AVS_ETH),
+    }
+
+
+def block_time(chain: Chain, event: Any) -> int:
+    return int(chain.w3.eth.get_block(event["blockNumber"])["timestamp"])
+
+
+def test_eth_lats_avs_is_a_service_manager_owned_by_account_7(chain: Chain) -> None:
+    core = core_contracts(chain)
+    manager = core["service_manager"]
+    assert chain.lat("latETH")["avsAddress"] == AVS_ETH
+    # Account 7's first transaction deployed it (CREATE from nonce 0).
+    assert AVS_ETH == Web3.to_checksum_address(
+        Web3.keccak(bytes.fromhex("d694" + AVS_ETH_OWNER[2:].lower() + "80"))[12:]
+    )
+    assert chain.w3.eth.get_code(AVS_ETH) == bytes.fromhex(
+        load_artifacts()["ServiceManager"]["deployedBytecode"].removeprefix("0x")
+    )
+    assert manager.functions.owner().call() == AVS_ETH_OWNER == chain.account(7)
+    assert manager.functions.avsDirectory().call() == core["directory"].address
+    assert manager.functions.rewardsCoordinator().call() == core["rc"].address
+    # The AVSs of latORB and latBTC are accounts, without code.
+    assert [chain.lat(s)["avsAddress"] for s in ("latORB", "latBTC")] == [AVS_ORB, AVS_BTC]
+    assert chain.w3.eth.get_code(AVS_ORB) == chain.w3.eth.get_code(AVS_BTC) == b""
+
+    stranger = {"from": chain.account(FRESH)}
+    for call in (
+        manager.functions.updateAVSMetadataURI("data:,"),
+        manager.functions.registerOperatorToAVS(OPERATOR_21),
+        manager.functions.deregisterOperatorFromAVS(OPERATOR_4),
+        manager.functions.setOperatorRestakedStrategies(OPERATOR_21, []),
+        manager.functions.createAVSRewardsSubmission([]),
+        manager.functions.createOperatorDirectedAVSRewardsSubmission([]),
+    ):
+        with pytest.raises(ContractCustomError) as excinfo:
+            call.call(stranger)
+        assert revert_of(excinfo) == ("OwnableUnauthorizedAccount", (chain.account(FRESH),))
+
+
+def test_registrations_and_restaked_strategies(chain: Chain) -> None:
+    core = core_contracts(chain)
+    directory, manager = core["directory"].functions, core["service_manager"].functions
+    eth = lat_contracts(chain, "latETH")
+    steth, cbeth = eth["strategies"]["stETH"].address, eth["strategies"]["cbETH"].address
+    first = devnet_first_day(chain.w3, chain.lat("latETH"))
+
+    events = core["directory"].events.OperatorAVSRegistrationStatusUpdated().get_logs(from_block=0)
+    found = [(e["args"]["operator"], e["args"]["avs"], e["args"]["status"]) for e in events]
+    assert [(*f, utc_day(block_time(chain, e))) for f, e in zip(found, events, strict=True)] == [
+        (OPERATOR_4, AVS_ETH, REGISTERED, first),
+        (OPERATOR_6, AVS_ETH, REGISTERED, first),
+        (OPERATOR_20, AVS_ETH, REGISTERED, first),
+        (OPERATOR_5, AVS_ORB, REGISTERED, first),
+        (OPERATOR_6, AVS_ORB, REGISTERED, first),
+        (OPERATOR_5, AVS_ETH, REGISTERED, scripted_day(first, 2)),
+        (OPERATOR_6, AVS_ETH, UNREGISTERED, scripted_day(first, 8)),
+    ]  # fmt: skip
+    status = {
+        (avs, operator): directory.avsOperatorStatus(avs, operator).call()
+        for avs in (AVS_ETH, AVS_ORB, AVS_BTC)
+        for operator in (OPERATOR_4, OPERATOR_5, OPERATOR_6, OPERATOR_20, OPERATOR_21)
+    }
+    assert {key for key, value in status.items() if value == REGISTERED} == {
+        (AVS_ETH, OPERATOR_4), (AVS_ETH, OPERATOR_5), (AVS_ETH, OPERATOR_20),
+        (AVS_ORB, OPERATOR_5), (AVS_ORB, OPERATOR_6),
+    }  # fmt: skip
+
+    restaked = manager.getOperatorRestakedStrategies
+    assert restaked(OPERATOR_4).call() == [steth, cbeth]
+    assert restaked(OPERATOR_5).call() == [steth, cbeth]
+    assert restaked(OPERATOR_6).call() == [steth]  # as set, though deregistered since
+    assert restaked(OPERATOR_20).call() == [steth, cbeth]
+    assert restaked(OPERATOR_21).call() == []  # never registered
+    # An AVS that is an account cannot answer.
+    orb_as_manager = chain.contract("ServiceManager", AVS_ORB).functions
+    with pytest.raises(BadFunctionCallOutput):
+        orb_as_manager.getOperatorRestakedStrategies(OPERATOR_5).call()
+
+
+def test_avs_directory_refuses_what_eigenlayer_refuses(chain: Chain) -> None:
+    directory = core_contracts(chain)["directory"].functions
+    avs = {"from": AVS_ORB}
+    salt = Web3.keccak(text="a salt operator 4 never used")  # a salt is spent across AVSs
+    signature = (b"", salt, 2**256 - 1)
+    cases = [
+        (directory.registerOperatorToAVS(OPERATOR_5, signature), "OperatorAlreadyRegisteredToAVS"),
+        (directory.registerOperatorToAVS(FRESH_ADDRESS, signature),
+         "OperatorNotRegisteredToEigenLayer"),
+        (directory.registerOperatorToAVS(OPERATOR_4, (b"", salt, 1)), "SignatureExpired"),
+        (directory.deregisterOperatorFromAVS(OPERATOR_4), "OperatorNotRegisteredToAVS"),
+    ]  # fmt: skip
+    for call, error in cases:
+        with pytest.raises(ContractCustomError) as excinfo:
+            call.call(avs)
+        assert revert_of(excinfo) == (error, ())
+    # A salt is spent once per operator.
+    mined(chain, directory.registerOperatorToAVS(OPERATOR_4, signature).transact(avs))
+    mined(chain, directory.deregisterOperatorFromAVS(OPERATOR_4).transact(avs))
+    with pytest.raises(ContractCustomError) as excinfo:
+        directory.registerOperatorToAVS(OPERATOR_4, signature).call(avs)
+    assert revert_of(excinfo) == ("SaltSpent", ())
+
+
+def test_operator_directed_submission_decoded_with_web3(chain: Chain) -> None:
+    core = core_contracts(chain)
+    rc = core["rc"]
+    eth = lat_contracts(chain, "latETH")
+    steth_token = eth["tokens"]["stETH"].address
+    strategies = sorted(
+        (eth["strategies"][s].address for s in ("stETH", "cbETH")), key=lambda a: int(a, 16)
+    )
+    first = devnet_first_day(chain.w3, chain.lat("latETH"))
+
+    (event,) = rc.events.OperatorDirectedAVSRewardsSubmissionCreated().get_logs(from_block=0)
+    args = event["args"]
+    assert (args["caller"], args["avs"], args["submissionNonce"]) == (AVS_ETH, AVS_ETH, 1)
+    submission = args["operatorDirectedRewardsSubmission"]
+    assert [(x["strategy"], x["multiplier"]) for x in submission["strategiesAndMultipliers"]] == [
+        (s, WAD) for s in strategies
+    ]
+    assert submission["token"] == steth_token
+    # Sorted by operator address: 4 (0x15d3...) before 5 (0x9965...).
+    assert [(r["operator"], r["amount"]) for r in submission["operatorRewards"]] == [
+        (OPERATOR_4, 30 * WAD), (OPERATOR_5, 10 * WAD),
+    ]  # fmt: skip
+    assert (submission["startTimestamp"], submission["duration"]) == (first, 3 * DAY)
+    assert submission["description"] == "devnet operator-directed"
+    assert utc_day(block_time(chain, event)) == scripted_day(first, 5)
+    encoded = abi_encode(
+        ["address", "uint256", OD_SUBMISSION],
+        [AVS_ETH, 1, ([(s, WAD) for s in strategies], steth_token,
+                      [(OPERATOR_4, 30 * WAD), (OPERATOR_5, 10 * WAD)], first, 3 * DAY,
+                      "devnet operator-directed")],
+    )  # fmt: skip
+    assert args["operatorDirectedRewardsSubmissionHash"] == Web3.keccak(encoded)
+    hashes = rc.functions.isOperatorDirectedAVSRewardsSubmissionHash
+    assert hashes(AVS_ETH, Web3.keccak(encoded)).call() is True
+    # The coordinator holds what the AVS's submissions in stETH paid: 100 on D0, 40 directed.
+    received = (
+        eth["tokens"]["stETH"]
+        .events.Transfer()
+        .get_logs(from_block=0, argument_filters={"to": rc.address})
+    )
+    assert sum(e["args"]["value"] for e in received if e["args"]["from"] == AVS_ETH) == 140 * WAD
+
+
+def test_avs_submissions_of_the_scripted_days(chain: Chain) -> None:
+    core = core_contracts(chain)
+    rc = core["rc"]
+    eth = lat_contracts(chain, "latETH")
+    steth, cbeth = eth["strategies"]["stETH"].address, eth["strategies"]["cbETH"].address
+    first = devnet_first_day(chain.w3, chain.lat("latETH"))
+
+    events = rc.events.AVSRewardsSubmissionCreated().get_logs(from_block=0)
+    later = [e for e in events if e["args"]["submissionNonce"] >= 2]
+    assert [utc_day(block_time(chain, e)) for e in later] == [
+        scripted_day(first, 6), scripted_day(first, 7),
+    ]  # fmt: skip
+    cbeth_sub, rwd_sub = (e["args"]["rewardsSubmission"] for e in later)
+    assert cbeth_sub["token"] == eth["tokens"]["cbETH"].address
+    assert cbeth_sub["amount"] == 12 * 10**6
+    assert sorted(
+        (x["strategy"], x["multiplier"]) for x in cbeth_sub["strategiesAndMultipliers"]
+    ) == sorted([(steth, WAD), (cbeth, 2 * WAD)])
+    assert (cbeth_sub["startTimestamp"], cbeth_sub["duration"]) == (
+        scripted_day(first, 6), 3 * DAY,
+    )  # fmt: skip
+    rwd = chain.contract("TestERC20", rwd_sub["token"]).functions
+    assert (rwd.name().call(), rwd.symbol().call(), rwd.decimals().call()) == (
+        "Devnet Reward", "RWD", 18,
+    )  # fmt: skip
+    assert rwd_sub["amount"] == 1000 * WAD
+    assert [(x["strategy"], x["multiplier"]) for x in rwd_sub["strategiesAndMultipliers"]] == [
+        (steth, WAD)
+    ]
+    assert (rwd_sub["startTimestamp"], rwd_sub["duration"]) == (scripted_day(first, 7), 2 * DAY)
+    # RWD is in no LAT and has no price feed.
+    for manifest in chain.manifests:
+        assert rwd_sub["token"] not in {t["address"] for t in manifest["tokens"]}
+        assert rwd_sub["token"] not in manifest["priceFeeds"]
+
+    # The rewards for every staker, by the coordinator's owner: a kind the service only notices.
+    (for_all,) = rc.events.RewardsSubmissionForAllCreated().get_logs(from_block=0)
+    args = for_all["args"]
+    assert (args["submitter"], args["submissionNonce"]) == (chain.account(0), 0)
+    assert rc.functions.owner().call() == chain.account(0)
+    assert utc_day(block_time(chain, for_all)) == scripted_day(first, 9)
+    submission = args["rewardsSubmission"]
+    assert (submission["token"], submission["amount"]) == (eth["tokens"]["stETH"].address, 10 * WAD)
+    assert (submission["startTimestamp"], submission["duration"]) == (scripted_day(first, 9), DAY)
+    with pytest.raises(ContractCustomError) as excinfo:
+        rc.functions.createRewardsForAllSubmission([]).call({"from": AVS_ORB})
+    assert revert_of(excinfo) == ("OwnableUnauthorizedAccount", (AVS_ORB,))
+
+
+def test_rewards_coordinator_checks_submissions_as_eigenlayer_does(chain: Chain) -> None:
+    rc = core_contracts(chain)["rc"].functions
+    orb = lat_contracts(chain, "latORB")
+    token, strategy = orb["tokens"]["ORB"].address, orb["strategies"]["ORB"].address
+    steth = lat_contracts(chain, "latETH")["strategies"]["stETH"].address
+    avs = {"from": AVS_ORB}
+    now = chain.w3.eth.get_block("latest")["timestamp"]
+    today = utc_day(now)
+    two = sorted([strategy, steth], key=lambda a: int(a, 16))
+
+    def plain(strategies: list[str], start: int, duration: int) -> tuple:
+        return ([(s, WAD) for s in strategies], token, WAD, start, duration)
+
+    cases = [
+        (rc.createAVSRewardsSubmission([plain([strategy], today + 1, DAY)]),
+         "InvalidStartTimestampRemainder"),
+        (rc.createAVSRewardsSubmission([plain([strategy], today, DAY + 1)]),
+         "InvalidDurationRemainder"),
+        (rc.createAVSRewardsSubmission([plain([strategy], today, 0)]), "DurationIsZero"),
+        (rc.createAVSRewardsSubmission([plain([], today, DAY)]), "InputArrayLengthZero"),
+        (rc.createAVSRewardsSubmission([plain(two[::-1], today, DAY)]),
+         "StrategiesNotInAscendingOrder"),
+    ]  # fmt: skip
+    rewards = sorted([(OPERATOR_5, WAD), (OPERATOR_6, WAD)], key=lambda r: int(r[0], 16))
+
+    def directed(operator_rewards: list, start: int, duration: int) -> tuple:
+        return ([(strategy, WAD)], token, operator_rewards, start, duration, "")
+
+    cases += [
+        (rc.createOperatorDirectedAVSRewardsSubmission(
+            AVS_ORB, [directed(rewards, today, DAY)]), "SubmissionNotRetroactive"),
+        (rc.createOperatorDirectedAVSRewardsSubmission(
+            AVS_ORB, [directed(rewards[::-1], today - 2 * DAY, DAY)]),
+         "OperatorsNotInAscendingOrder"),
+        (rc.createOperatorDirectedAVSRewardsSubmission(
+            AVS_ORB, [directed([(OPERATOR_5, 0)], today - 2 * DAY, DAY)]), "AmountIsZero"),
+    ]  # fmt: skip
+    for call, error in cases:
+        with pytest.raises(ContractCustomError) as excinfo:
+            call.call(avs)
+        assert revert_of(excinfo) == (error, ())
+    # Only the AVS itself submits for the AVS.
+    call = rc.createOperatorDirectedAVSRewardsSubmission(
+        AVS_ORB, [directed(rewards, today - 2 * DAY, DAY)]
+    )
+    with pytest.raises(ContractCustomError) as excinfo:
+        call.call({"from": AVS_BTC})
+    assert revert_of(excinfo) == ("UnauthorizedCaller", (AVS_BTC,))
+
+
+def test_split_activation(chain: Chain) -> None:
+    rc = core_contracts(chain)["rc"]
+    first = devnet_first_day(chain.w3, chain.lat("latETH"))
+    events = rc.events.OperatorAVSSplitBipsSet().get_logs(from_block=0)
+    names = ("caller", "operator", "avs", "oldOperatorAVSSplitBips", "newOperatorAVSSplitBips")
+    assert [tuple(e["args"][n] for n in names) for e in events] == [
+        (OPERATOR_4, OPERATOR_4, AVS_ETH, 1000, 500),  # the default before
+        (OPERATOR_6, OPERATOR_6, AVS_ORB, 1000, 2500),
+        (OPERATOR_4, OPERATOR_4, AVS_BTC, 1000, 0),
+        (OPERATOR_4, OPERATOR_4, AVS_ETH, 500, 2000),
+    ]
+    # The devnet's activation delay is 0: each split is in force from its own block on.
+    assert [e["args"]["activatedAt"] for e in events] == [block_time(chain, e) for e in events]
+    assert [utc_day(block_time(chain, e)) for e in events] == [first] * 3 + [scripted_day(first, 4)]
+    assert [(e["args"]["oldActivationDelay"], e["args"]["newActivationDelay"]) for e in
+            rc.events.ActivationDelaySet().get_logs(from_block=0)] == [
+        (0, 7 * DAY),  # the coordinator's own default
+        (7 * DAY, 0),  # the devnet's
+    ]  # fmt: skip
+    assert rc.functions.activationDelay().call() == 0
+    split = rc.functions.getOperatorAVSSplit
+    change = events[-1]["blockNumber"]
+    assert split(OPERATOR_4, AVS_ETH).call(block_identifier=change - 1) == 500
+    assert split(OPERATOR_4, AVS_ETH).call(block_identifier=change) == 2000
+
+    # With a delay, the split in force before stays until activatedAt, and no other may be set.
+    owner, operator = {"from": chain.account(0)}, {"from": OPERATOR_5}
+    mined(chain, rc.functions.setActivationDelay(DAY).transact(owner))
+    receipt = mined(chain, rc.functions.setOperatorAVSSplit(OPERATOR_5, AVS_ORB, 300).transact(
+        operator))  # fmt: skip
+    (first_set,) = rc.events.OperatorAVSSplitBipsSet().process_receipt(receipt)
+    set_at = chain.w3.eth.get_block(receipt["blockNumber"])["timestamp"]
+    assert first_set["args"]["activatedAt"] == set_at + DAY
+    assert split(OPERATOR_5, AVS_ORB).call() == 1000  # a first split: the default until then
+    with pytest.raises(ContractCustomError) as excinfo:
+        rc.functions.setOperatorAVSSplit(OPERATOR_5, AVS_ORB, 400).call(operator)
+    assert revert_of(excinfo) == ("PreviousSplitPending", ())
+    chain.rpc("evm_increaseTime", DAY)
+    chain.rpc("evm_mine")
+    assert split(OPERATOR_5, AVS_ORB).call() == 300  # from activatedAt on
+    chain.rpc("evm_increaseTime", 1)  # another may be set once activatedAt is past
+    chain.rpc("evm_mine")
+    receipt = mined(chain, rc.functions.setOperatorAVSSplit(OPERATOR_5, AVS_ORB, 400).transact(
+        operator))  # fmt: skip
+    (second_set,) = rc.events.OperatorAVSSplitBipsSet().process_receipt(receipt)
+    assert (second_set["args"]["oldOperatorAVSSplitBips"], split(OPERATOR_5, AVS_ORB).call()) == (
+        300, 300,
+    )  # fmt: skip
+
+
+def test_get_operators_shares_equals_operator_shares(chain: Chain) -> None:
+    dm = core_contracts(chain)["dm"].functions
+    operators = [OPERATOR_4, OPERATOR_5, OPERATOR_6, OPERATOR_20, OPERATOR_21]
+    strategies = {
+        symbol: strategy.address
+        for lat in ("latETH", "latORB", "latBTC")
+        for symbol, strategy in lat_contracts(chain, lat)["strategies"].items()
+    }
+    order = list(strategies.values())
+    rows = dm.getOperatorsShares(operators, order).call()
+    assert rows == [[dm.operatorShares(o, s).call() for s in order] for o in operators]
+    # By hand, for stETH and cbETH (tests/devnet_values.py).
+    by_operator = dict(zip((4, 5, 6, 20, 21), rows, strict=True))
+    steth, cbeth = order.index(strategies["stETH"]), order.index(strategies["cbETH"])
+    assert {o: row[steth] for o, row in by_operator.items()} == OPERATOR_STETH_SHARES
+    assert {o: row[cbeth] for o, row in by_operator.items()} == OPERATOR_CBETH_SHARES
+    assert dm.getOperatorsShares([], order).call() == []
+
+
+def test_stakers_outside_the_lats(chain: Chain) -> None:
+    core = core_contracts(chain)
+    dm, sm = core["dm"].functions, core["sm"].functions
+    eth = lat_contracts(chain, "latETH")
+    steth, cbeth = eth["strategies"]["stETH"].address, eth["strategies"]["cbETH"].address
+    expected = {22: OPERATOR_4, 23: OPERATOR_6, 24: OPERATOR_20, 25: OPERATOR_21}
+    for index, operator in expected.items():
+        staker = chain.account(index)
+        assert dm.delegatedTo(staker).call() == operator
+        shares = sm.stakerDepositShares(staker, steth).call()
+        assert shares == OUTSIDE_STETH[index] * WAD * WAD // STETH_RATE
+    assert sm.stakerDepositShares(chain.account(22), cbeth).call() == 20 * 10**6 * WAD // CBETH_RATE
+    assert sm.stakerDepositShares(chain.account(24), cbeth).call() == 30 * 10**6 * WAD // CBETH_RATE
+    assert sm.stakerDepositShares(chain.account(23), cbeth).call() == 0
+    # Operators 20 and 21 are EigenLayer operators that no LAT's node is delegated to.
+    assert dm.isOperator(OPERATOR_20).call()
+    assert dm.isOperator(OPERATOR_21).call()
+    for manifest in chain.manifests:
+        coordinator = chain.contract(
+            "StakerNodeCoordinator",
+            manifest["contractDeployments"]["proxy"]["stakerNodeCoordinator"]["address"],
+        )
+        for node_address in coordinator.functions.getAllNodes().call():
+            assert dm.delegatedTo(node_address).call() not in (OPERATOR_20, OPERATOR_21)
+
+
+def test_the_chains_days(chain: Chain) -> None:
+    """Every devnet transaction on its UTC day, from 01:00 on, one second apart; the scripted
+    days all before the day the devnet was handed over, when prices were refreshed."""
+    w3 = chain.w3
+    manifest = chain.lat("latETH")
+    first = devnet_first_day(w3, manifest)
+    core = core_contracts(chain)
+    assert all(devnet_first_day(w3, m) == first for m in chain.manifests)
+
+    # D0: the genesis block at 00:00 UTC, then every block one second apart from 01:00 UTC.
+    assert w3.eth.get_block(0)["timestamp"] == first
+    directory_events = core["directory"].events.OperatorAVSRegistrationStatusUpdated()
+    last_of_d0 = directory_events.get_logs(from_block=0)[4]["blockNumber"]  # latORB's 6
+    times = [w3.eth.get_block(n)["timestamp"] for n in range(1, last_of_d0 + 1)]
+    assert times == [first + DAY_OPENS_AT + i for i in range(len(times))]
+
+    # The scripted days: each event on its day, from 01:00 on.
+    rc = core["rc"]
+    scripted = {
+        2: directory_events.get_logs(from_block=0)[5],
+        4: rc.events.OperatorAVSSplitBipsSet().get_logs(from_block=0)[-1],
+        5: rc.events.OperatorDirectedAVSRewardsSubmissionCreated().get_logs(from_block=0)[0],
+        6: rc.events.AVSRewardsSubmissionCreated().get_logs(from_block=0)[3],
+        7: rc.events.AVSRewardsSubmissionCreated().get_logs(from_block=0)[4],
+        8: directory_events.get_logs(from_block=0)[6],
+        9: rc.events.RewardsSubmissionForAllCreated().get_logs(from_block=0)[0],
+    }
+    for day, event in scripted.items():
+        offset = block_time(chain, event) - scripted_day(first, day)
+        assert DAY_OPENS_AT <= offset < DAY_OPENS_AT + 60, day
+    # Days 1 and 3 have no transactions: no block at all.
+    day_of = {n: utc_day(w3.eth.get_block(n)["timestamp"]) for n in range(1, w3.eth.block_number)}
+    assert not {scripted_day(first, 1), scripted_day(first, 3)} & set(day_of.values())
+
+    # Handed over on D0 + HISTORY_DAYS (+ 1 where the deployment crossed midnight), after a
+    # refresh of the prices by the price updater at the wall clock's time.
+    oracle = lat_contracts(chain, "latETH")["oracle"]
+    refresh = oracle.events.GlobalPricesUpdated().get_logs(from_block=0)[-1]
+    assert refresh["args"]["updater"] == chain.account(0)
+    handed_over = block_time(chain, refresh)
+    assert utc_day(handed_over) - first in (HISTORY_DAYS * DAY, (HISTORY_DAYS + 1) * DAY)
+    assert max(day_of.values()) <= utc_day(handed_over)
+    assert scripted_day(first, 9) < utc_day(handed_over)
+    assert handed_over <= chain.w3.eth.get_block("latest")["timestamp"]
+    assert oracle.functions.lastPriceUpdate().call() == handed_over
+    btc_oracle = lat_contracts(chain, "latBTC")["oracle"].functions
+    assert btc_oracle.arePricesStale().call() is False
+
+
+def test_deploying_on_a_chain_of_today_is_refused() -> None:
+    with start_anvil() as node:  # the wall clock's time: later than D0
+        with pytest.raises(DevnetError, match="start anvil at devnet_genesis"):
+            deploy_devnet(node.url)
+        assert connect(node.url).eth.block_number == 0  # nothing deployed
+
+
+def test_quiet_days_push_the_scripted_days_later() -> None:
+    quiet = 35
+    days: list[tuple[int, int]] = []
+    with start_anvil(timestamp=devnet_genesis(quiet)) as node:
+        w3 = connect(node.url)
+
+        def on_day(day: int) -> None:
+            days.append((day, w3.eth.block_number))
+
+        manifests = deploy_devnet(node.url, quiet_days=quiet, on_day=on_day)
+        first = devnet_first_day(w3, manifests[0])
+        assert [day for day, _ in days] == [30, 35, *range(36, 45)]
+        # One block a day at 01:00 UTC for each quiet day, nothing else.
+        after_d0 = days[0][1] - 30
+        times = [w3.eth.get_block(after_d0 + k)["timestamp"] for k in range(1, quiet + 1)]
+        assert times == [first + k * DAY + DAY_OPENS_AT for k in range(1, quiet + 1)]
+        assert days[1][1] == after_d0 + quiet
+        # The scripted days follow them: operator 5's registration on S+2 = D0 + 37.
+        directory = contract(w3, "AVSDirectory", manifests[0]["eigenlayer"]["avsDirectory"])
+        event = directory.events.OperatorAVSRegistrationStatusUpdated().get_logs(from_block=0)[5]
+        registered = w3.eth.get_block(event["blockNumber"])["timestamp"]
+        assert utc_day(registered) == scripted_day(first, 2, quiet_days=quiet) == first + 37 * DAY

@@ -10,7 +10,13 @@ from django.core.management import call_command
 from web3 import Web3
 
 from devchain.anvil import start_anvil
-from devchain.devnet import DEMO_LATS, MULTICALL3_ADDRESS, load_artifacts, manifest_tokens
+from devchain.devnet import (
+    DEMO_LATS,
+    MULTICALL3_ADDRESS,
+    devnet_genesis,
+    load_artifacts,
+    manifest_tokens,
+)
 
 pytestmark = pytest.mark.chain
 
@@ -18,7 +24,9 @@ pytestmark = pytest.mark.chain
 def test_lat_devnet_without_then_with_multicall3(tmp_path, settings, monkeypatch) -> None:
     monkeypatch.setenv("RPC_URL", "")  # the command sets both; restored after the test
     settings.RPC_URL = ""
-    node = start_anvil()  # the command reuses a node on its port and leaves it running
+    # The command reuses a node on its port (started on the devnet's first day, as the command
+    # starts a new one) and leaves it running.
+    node = start_anvil(timestamp=devnet_genesis())
     try:
         w3 = Web3(Web3.HTTPProvider(node.url))
         args = ["--port", str(node.port), "--dir", str(tmp_path)]
@@ -69,7 +77,7 @@ def test_lat_devnet_refuses_a_kept_chain_with_other_contracts(tmp_path, settings
 
     monkeypatch.setenv("RPC_URL", "")
     settings.RPC_URL = ""
-    node = start_anvil()
+    node = start_anvil(timestamp=devnet_genesis())
     try:
         w3 = Web3(Web3.HTTPProvider(node.url))
         args = ["--port", str(node.port), "--dir", str(tmp_path)]
@@ -78,6 +86,17 @@ def test_lat_devnet_refuses_a_kept_chain_with_other_contracts(tmp_path, settings
         older = load_artifacts()["TestERC20"]["deployedBytecode"]  # any other code
         w3.provider.make_request("anvil_setCode", [lat["implementationAddress"], older])
         with pytest.raises(CommandError, match="deployed with other LAT contracts"):
+            call_command("lat_devnet", *args, stdout=io.StringIO())
+        current = load_artifacts()["LiquidToken"]["deployedBytecode"]
+        w3.provider.make_request("anvil_setCode", [lat["implementationAddress"], current])
+        call_command("lat_devnet", *args, stdout=io.StringIO())  # as deployed: accepted
+
+        # A chain of an older devnet, whose latETH AVS was account 7 itself.
+        path = tmp_path / "manifests" / "latETH.json"
+        path.write_text(
+            json.dumps({**json.loads(path.read_text()), "avsAddress": w3.eth.accounts[7]})
+        )
+        with pytest.raises(CommandError, match="latETH's AVS not a ServiceManager"):
             call_command("lat_devnet", *args, stdout=io.StringIO())
     finally:
         node.stop()

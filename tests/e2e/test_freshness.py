@@ -30,7 +30,7 @@ from web3 import Web3
 from web3.logs import DISCARD
 
 from devchain.anvil import AnvilNode, start_anvil
-from devchain.devnet import connect, deploy_devnet, make_deposits, write_manifests
+from devchain.devnet import connect, deploy_devnet, devnet_genesis, make_deposits, write_manifests
 from sync.follow import Follower
 from tests.chainreads import chain_deposits, hexstr
 from tests.conftest import Chain
@@ -224,7 +224,7 @@ def test_a_reorg_is_served_within_two_seconds(following, chain, client):
 def own_node(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """An anvil of this test's own, with the demo LATs, and the state file it dumps on stop."""
     state = tmp_path / "anvil-state.json"
-    node = start_anvil(state_file=state)
+    node = start_anvil(state_file=state, timestamp=devnet_genesis())
     nodes = [node]
     try:
         manifests = deploy_devnet(node.url)

@@ -102,15 +102,17 @@ def data_uri(document: dict) -> str:
 
 @pytest.mark.chain
 def test_avs_metadata_from_the_allocation_manager_too_the_newest_winning(chain, settings, tmp_path):
-    manifest = chain.lat("latETH")
+    # latORB's AVS is an account, which calls the stand-in below itself.
+    manifest = chain.lat("latORB")
     import_manifests(chain, settings, tmp_path, manifest)
     lat = Lat.objects.get()
     avs = manifest["avsAddress"]
     # An AllocationManager stand-in: its AVSMetadataURIUpdated has the AVSDirectory's signature.
     artifact = load_artifacts()["AVSDirectory"]
     factory = chain.w3.eth.contract(abi=artifact["abi"], bytecode=artifact["bytecode"])
+    delegation_manager = manifest["eigenlayer"]["delegationManager"]
     receipt = chain.w3.eth.wait_for_transaction_receipt(
-        factory.constructor().transact({"from": chain.account(0)})
+        factory.constructor(delegation_manager).transact({"from": chain.account(0)})
     )
     allocation_manager = contract(chain.w3, "AVSDirectory", receipt["contractAddress"])
     lat.allocation_manager = allocation_manager.address

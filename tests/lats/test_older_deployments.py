@@ -22,6 +22,7 @@ from devchain.devnet import (
     _deploy,
     connect,
     deploy_devnet,
+    devnet_genesis,
     service_manifest,
     write_manifests,
 )
@@ -36,7 +37,7 @@ OLDER_MISSING = sorted([LT_ORACLE, ORACLE_STALE, ORACLE_LAST_UPDATE])
 def older_devnet(request: pytest.FixtureRequest) -> Iterator[Chain]:
     """The demo LATs deployed with the v1.0.2-shaped contracts, on an anvil of their own, with
     Multicall3 and without it."""
-    node = start_anvil()
+    node = start_anvil(timestamp=devnet_genesis())
     try:
         published = deploy_devnet(
             node.url, variant=V1_0_2, multicall=request.param == "multicall3", published=True

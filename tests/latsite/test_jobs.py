@@ -121,9 +121,10 @@ def test_other_errors_are_not_retried(imported, retries):
 @pytest.mark.chain
 def test_unusable_metadata_document_is_logged_not_retried(imported, retries):
     manifest = imported.lat("latETH")
-    directory = imported.contract("AVSDirectory", manifest["eigenlayer"]["avsDirectory"])
-    tx = directory.functions.updateAVSMetadataURI("ipfs://not-fetched-here").transact(
-        {"from": manifest["avsAddress"]}
+    # latETH's AVS is a ServiceManager: its owner announces the metadata through it.
+    manager = imported.contract("ServiceManager", manifest["avsAddress"])
+    tx = manager.functions.updateAVSMetadataURI("ipfs://not-fetched-here").transact(
+        {"from": manager.functions.owner().call()}
     )
     imported.w3.eth.wait_for_transaction_receipt(tx)
     lat = Lat.objects.get(proxy_address=manifest["proxyAddress"])

@@ -18,10 +18,12 @@ from chain.errors import ChainError
 from chain.gateway import gateway_for_url
 from devchain.anvil import AnvilError, start_anvil
 from devchain.devnet import (
+    DEMO_LATS,
     DevnetError,
     connect,
     contract,
     deploy_devnet,
+    devnet_genesis,
     install_multicall3,
     load_artifacts,
     make_deposits,
@@ -78,21 +80,33 @@ class Command(BaseCommand):
         parser.add_argument(
             "--wallet", type=int, default=12, help="anvil account index (default 12)"
         )
+        parser.add_argument(
+            "--quiet-days",
+            type=int,
+            default=0,
+            help="a new chain's days without transactions before the scripted days, for a "
+            "longer history (default 0: ten days)",
+        )
 
     def handle(self, *args, **options):
         directory = Path(options["dir"])
         directory.mkdir(parents=True, exist_ok=True)
         state_file = directory / "anvil-state.json"
         manifest_dir = directory / "manifests"
+        # A new chain starts in the past, on the devnet's first day; a kept one goes on from its
+        # last block.
+        genesis = None if state_file.exists() else devnet_genesis(options["quiet_days"])
         try:
-            node = start_anvil(port=options["port"], state_file=state_file)
+            node = start_anvil(port=options["port"], state_file=state_file, timestamp=genesis)
         except AnvilError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"anvil at {node.url} (chain {node.chain_id})")
         try:
             # A deposit leaves the chain's Multicall3 as the running demo has it.
             multicall = None if options["deposit"] else options["multicall"]
-            manifests = self._manifests(node.url, manifest_dir, multicall=multicall)
+            manifests = self._manifests(
+                node.url, manifest_dir, multicall=multicall, quiet_days=options["quiet_days"]
+            )
             os.environ["RPC_URL"] = node.url
             settings.RPC_URL = node.url
             paths = sorted(manifest_dir.glob("*.json"))
@@ -144,7 +158,9 @@ class Command(BaseCommand):
         threading.Thread(target=follower.run, args=(stop,), daemon=True, name="follow").start()
         self.stdout.write(f"following chain {chain_id} every {follower.poll_interval:g} s")
 
-    def _manifests(self, url: str, manifest_dir: Path, *, multicall: bool | None) -> list[dict]:
+    def _manifests(
+        self, url: str, manifest_dir: Path, *, multicall: bool | None, quiet_days: int
+    ) -> list[dict]:
         """The deployed set's manifests; deploys first when the chain does not have it. A kept
         chain gets Multicall3 installed or taken away, as `multicall` asks."""
         existing = [json.loads(p.read_text()) for p in sorted(manifest_dir.glob("*.json"))]
@@ -158,7 +174,15 @@ class Command(BaseCommand):
             raise CommandError(f"the node at {url} does not answer: {exc}") from exc
         self.stdout.write("deploying the demo LATs…")
         # As LAT deployment repositories publish them (lat_import takes that form).
-        manifests = deploy_devnet(url, multicall=multicall is not False, published=True)
+        try:
+            manifests = deploy_devnet(
+                url, multicall=multicall is not False, published=True, quiet_days=quiet_days
+            )
+        except DevnetError as exc:
+            raise CommandError(
+                f"{exc} (a node already running on the port, or a chain kept in "
+                f"{manifest_dir.parent} without the demo LATs: stop it, or remove the directory)"
+            ) from exc
         for stale in manifest_dir.glob("*.json"):
             stale.unlink()
         write_manifests(manifests, manifest_dir)
@@ -167,17 +191,24 @@ class Command(BaseCommand):
 
     @staticmethod
     def _check_contracts(url: str, manifests: list[dict], manifest_dir: Path) -> None:
-        """A kept chain must run the LiquidToken of devchain/contracts as built now: one from an
-        older release (before the devnet followed Mainnet v1) would serve other behaviour."""
-        built = load_artifacts()["LiquidToken"]["deployedBytecode"].removeprefix("0x")
+        """A kept chain must run the LiquidToken of devchain/contracts as built now, and its
+        AVSs must be what the devnet makes them now: a chain from an older release (before the
+        devnet followed Mainnet v1, or before latETH's AVS was a ServiceManager with days of
+        history) would serve other behaviour."""
+        artifacts = load_artifacts()
+        built = artifacts["LiquidToken"]["deployedBytecode"].removeprefix("0x")
+        manager = artifacts["ServiceManager"]["deployedBytecode"].removeprefix("0x")
+        with_manager = {spec.symbol for spec in DEMO_LATS if spec.service_manager}
         w3 = connect(url)
-        if any(
-            bytes(w3.eth.get_code(m["implementationAddress"])).hex() != built for m in manifests
-        ):
+        expected = [(m["implementationAddress"], built) for m in manifests] + [
+            (m["avsAddress"], manager) for m in manifests if m["symbol"] in with_manager
+        ]
+        if any(bytes(w3.eth.get_code(address)).hex() != code for address, code in expected):
             raise CommandError(
                 f"the chain kept in {manifest_dir.parent} was deployed with other LAT contracts "
-                f"than devchain/contracts has now: remove {manifest_dir.parent} (or `rm -rf "
-                "var`) to deploy afresh"
+                "than devchain/contracts has now, or by an older devnet (latETH's AVS not a "
+                f"ServiceManager): remove {manifest_dir.parent} (or `rm -rf var`) to deploy "
+                "afresh"
             )
 
     def _set_multicall(self, url: str, multicall: bool | None) -> None:

@@ -46,10 +46,10 @@ mined from 01:00 UTC on, one second apart (``DAY_OPENS_AT``):
   ``SUBMISSIONS``, by day; a submission from day a over n days pays days a+1 ... a+n in
   EigenLayer's reckoning): S+2 operator 5 registers to latETH's AVS (restaked stETH and cbETH);
   S+4 operator 4 sets its latETH split from 500 to 2000 bips (in force at once: the activation
-  delay is 0); S+5 latETH's AVS directs 30 stETH to operator 4 and 10 stETH to operator 5 over
-  3 days from S (operator-directed); S+6 it submits 12 cbETH over 3 days from S+6 (stETH x1,
+  delay is 0); S+5 latETH's AVS directs 0.03 stETH to operator 4 and 0.01 stETH to operator 5 over
+  3 days from S (operator-directed); S+6 it submits 0.06 cbETH over 3 days from S+6 (stETH x1,
   cbETH x2); S+7 1000 RWD over 2 days from S+7 (stETH); S+8 operator 6 deregisters from it;
-  S+9 the RewardsCoordinator's owner submits 10 stETH for every staker, over 1 day from S+9
+  S+9 the RewardsCoordinator's owner submits 0.01 stETH for every staker, over 1 day from S+9
   (rewards for all, which the service does not count).
 - Then the chain follows the wall clock again, and a price updater refreshes each Mainnet-v1 LAT's
   prices (the same prices), so that they are fresh when the devnet is handed over.
@@ -219,7 +219,7 @@ DEMO_LATS: tuple[LatSpec, ...] = (
         manager_price_updates={"cbETH": 1_090_000_000_000_000_000},
         oracle_price_updates={"stETH": 999_000_000_000_000_000},
         operator_splits={4: 500},  # operator 5 keeps the 10 % default
-        reward=("stETH", "100"),
+        reward=("stETH", "0.15"),
         late_deposits=((1, {"cbETH": "2"}),),
     ),
     LatSpec(
@@ -247,7 +247,7 @@ DEMO_LATS: tuple[LatSpec, ...] = (
         queued={"ORB": "100"},
         feed_updates={"ORB": 420_000_000_000_000},
         operator_splits={6: 2500},
-        reward=("ORB", "50000"),
+        reward=("ORB", "3"),
         late_deposits=((2, {"ORB": "10"}),),
     ),
     LatSpec(
@@ -324,11 +324,11 @@ class Submission:
 SUBMISSIONS: tuple[Submission, ...] = (
     Submission(
         5, OPERATOR_DIRECTED, "stETH", (("stETH", WAD), ("cbETH", WAD)), start=0, days=3,
-        operator_rewards=((4, "30"), (5, "10")), description="devnet operator-directed",
+        operator_rewards=((4, "0.03"), (5, "0.01")), description="devnet operator-directed",
     ),
-    Submission(6, AVS_REWARDS, "cbETH", (("stETH", WAD), ("cbETH", 2 * WAD)), 6, 3, "12"),
+    Submission(6, AVS_REWARDS, "cbETH", (("stETH", WAD), ("cbETH", 2 * WAD)), 6, 3, "0.06"),
     Submission(7, AVS_REWARDS, "RWD", (("stETH", WAD),), 7, 2, "1000"),
-    Submission(9, REWARDS_FOR_ALL, "stETH", (("stETH", WAD),), 9, 1, "10", lat=""),
+    Submission(9, REWARDS_FOR_ALL, "stETH", (("stETH", WAD),), 9, 1, "0.01", lat=""),
 )  # fmt: skip
 SCRIPTED_DAYS = HISTORY_DAYS - 1  # S+1 ... S+9: every one before today
 
@@ -456,7 +456,7 @@ def _open_day(w3: Web3, day: int) -> None:
     _rpc(w3, "anvil_setBlockTimestampInterval", 1)
 
 
-def _quiet_days(w3: Web3, first_day: int, days: int, on_day: Callable[[int], None] | None) -> None:
+def _quiet_days(w3: Web3, first_day: int, days: int, on_day: Callable[[int], None]) -> None:
     """One empty block at 01:00 UTC of each of the ``days`` days after D0, mined in runs of at
     most QUIET_DAYS_PER_CALL days (anvil_mine under a block interval of a day)."""
     done = 0
@@ -466,8 +466,7 @@ def _quiet_days(w3: Web3, first_day: int, days: int, on_day: Callable[[int], Non
         _rpc(w3, "anvil_setBlockTimestampInterval", DAY)
         _rpc(w3, "anvil_mine", run)
         done += run
-        if on_day is not None:
-            on_day(done)
+        on_day(done)
 
 
 def _follow_wall_clock(w3: Web3) -> None:
@@ -1127,7 +1126,7 @@ def deploy_devnet(
     variant: str = MAINNET_V1,
     published: bool = False,
     quiet_days: int = 0,
-    on_day: Callable[[int], None] | None = None,
+    on_day: Callable[[int, list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Deploy the shared EigenLayer, tokens and the DEMO_LATS with the contracts of
     ``variant`` (``VARIANTS``: Mainnet v1 by default, or the older ``"v1.0.2"`` shape), and play
@@ -1137,7 +1136,8 @@ def deploy_devnet(
     helper contract).
 
     The node must be at or before D0, its first day: start it at
-    ``devnet_genesis(quiet_days)``; a chain later than D0 raises DevnetError. ``on_day(day)``
+    ``devnet_genesis(quiet_days)``; a chain later than D0 raises DevnetError. ``on_day(day,
+    manifests)`` (the manifests as returned)
     (days after D0) is called after each scripted day's transactions, and after every run of at
     most QUIET_DAYS_PER_CALL quiet days, so that a caller can look at the chain day by day."""
     if quiet_days < 0:
@@ -1158,16 +1158,21 @@ def deploy_devnet(
     world = World(core, avss, base_day=first_day + quiet_days * DAY)
     play_day(w3, world, 0)
 
-    _quiet_days(w3, first_day, quiet_days, on_day)
+    handed = manifests if published else [service_manifest(m) for m in manifests]
+
+    def after(day: int) -> None:
+        if on_day is not None:
+            on_day(day, handed)
+
+    _quiet_days(w3, first_day, quiet_days, after)
     for day in range(1, SCRIPTED_DAYS + 1):
         _open_day(w3, world.base_day + day * DAY)
         play_day(w3, world, day)
-        if on_day is not None:
-            on_day(quiet_days + day)
+        after(quiet_days + day)
     _follow_wall_clock(w3)
     if VARIANTS[variant].price_sources:
         refresh_prices(w3, core, manifests)
-    return manifests if published else [service_manifest(m) for m in manifests]
+    return handed
 
 
 def write_manifests(manifests: Sequence[dict[str, Any]], directory: str | Path) -> list[Path]:

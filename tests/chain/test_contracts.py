@@ -384,13 +384,13 @@ def test_rewards_submission_and_operator_splits(chain: Chain) -> None:
         (s, WAD) for s in strategies
     ]
     assert submission["token"] == eth["tokens"]["stETH"].address
-    assert submission["amount"] == 100 * WAD
+    assert submission["amount"] == 15 * WAD // 100
     assert submission["duration"] == 7 * 86_400
     assert submission["startTimestamp"] % 86_400 == 0
     assert event["submissionNonce"] == 0
     encoded = abi_encode(
         ["address", "uint256", "((address,uint96)[],address,uint256,uint32,uint32)"],
-        [AVS_ETH, 0, ([(s, WAD) for s in strategies], submission["token"], 100 * WAD,
+        [AVS_ETH, 0, ([(s, WAD) for s in strategies], submission["token"], 15 * WAD // 100,
                       submission["startTimestamp"], 7 * 86_400)],
     )  # fmt: skip
     assert event["rewardsSubmissionHash"] == Web3.keccak(encoded)
@@ -1129,7 +1129,7 @@ def test_operator_directed_submission_decoded_with_web3(chain: Chain) -> None:
     assert submission["token"] == steth_token
     # Sorted by operator address: 4 (0x15d3...) before 5 (0x9965...).
     assert [(r["operator"], r["amount"]) for r in submission["operatorRewards"]] == [
-        (OPERATOR_4, 30 * WAD), (OPERATOR_5, 10 * WAD),
+        (OPERATOR_4, 3 * WAD // 100), (OPERATOR_5, WAD // 100),
     ]  # fmt: skip
     assert (submission["startTimestamp"], submission["duration"]) == (first, 3 * DAY)
     assert submission["description"] == "devnet operator-directed"
@@ -1137,19 +1137,20 @@ def test_operator_directed_submission_decoded_with_web3(chain: Chain) -> None:
     encoded = abi_encode(
         ["address", "uint256", OD_SUBMISSION],
         [AVS_ETH, 1, ([(s, WAD) for s in strategies], steth_token,
-                      [(OPERATOR_4, 30 * WAD), (OPERATOR_5, 10 * WAD)], first, 3 * DAY,
+                      [(OPERATOR_4, 3 * WAD // 100), (OPERATOR_5, WAD // 100)], first, 3 * DAY,
                       "devnet operator-directed")],
     )  # fmt: skip
     assert args["operatorDirectedRewardsSubmissionHash"] == Web3.keccak(encoded)
     hashes = rc.functions.isOperatorDirectedAVSRewardsSubmissionHash
     assert hashes(AVS_ETH, Web3.keccak(encoded)).call() is True
-    # The coordinator holds what the AVS's submissions in stETH paid: 100 on D0, 40 directed.
+    # The coordinator holds what the AVS's submissions in stETH paid: 0.15 on D0, 0.04 directed.
     received = (
         eth["tokens"]["stETH"]
         .events.Transfer()
         .get_logs(from_block=0, argument_filters={"to": rc.address})
     )
-    assert sum(e["args"]["value"] for e in received if e["args"]["from"] == AVS_ETH) == 140 * WAD
+    paid = sum(e["args"]["value"] for e in received if e["args"]["from"] == AVS_ETH)
+    assert paid == 19 * WAD // 100
 
 
 def test_avs_submissions_of_the_scripted_days(chain: Chain) -> None:
@@ -1166,7 +1167,7 @@ def test_avs_submissions_of_the_scripted_days(chain: Chain) -> None:
     ]  # fmt: skip
     cbeth_sub, rwd_sub = (e["args"]["rewardsSubmission"] for e in later)
     assert cbeth_sub["token"] == eth["tokens"]["cbETH"].address
-    assert cbeth_sub["amount"] == 12 * 10**6
+    assert cbeth_sub["amount"] == 6 * 10**4
     assert sorted(
         (x["strategy"], x["multiplier"]) for x in cbeth_sub["strategiesAndMultipliers"]
     ) == sorted([(steth, WAD), (cbeth, 2 * WAD)])
@@ -1194,7 +1195,8 @@ def test_avs_submissions_of_the_scripted_days(chain: Chain) -> None:
     assert rc.functions.owner().call() == chain.account(0)
     assert utc_day(block_time(chain, for_all)) == scripted_day(first, 9)
     submission = args["rewardsSubmission"]
-    assert (submission["token"], submission["amount"]) == (eth["tokens"]["stETH"].address, 10 * WAD)
+    steth_token = eth["tokens"]["stETH"].address
+    assert (submission["token"], submission["amount"]) == (steth_token, WAD // 100)
     assert (submission["startTimestamp"], submission["duration"]) == (scripted_day(first, 9), DAY)
     with pytest.raises(ContractCustomError) as excinfo:
         rc.functions.createRewardsForAllSubmission([]).call({"from": AVS_ORB})
@@ -1408,8 +1410,9 @@ def test_quiet_days_push_the_scripted_days_later() -> None:
     with start_anvil(timestamp=devnet_genesis(quiet)) as node:
         w3 = connect(node.url)
 
-        def on_day(day: int) -> None:
+        def on_day(day: int, manifests: list) -> None:
             days.append((day, w3.eth.block_number))
+            assert [m["symbol"] for m in manifests] == ["latETH", "latORB", "latBTC"]
 
         manifests = deploy_devnet(node.url, quiet_days=quiet, on_day=on_day)
         first = devnet_first_day(w3, manifests[0])

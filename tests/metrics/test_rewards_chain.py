@@ -363,3 +363,61 @@ def test_the_avs_events_stored_are_the_chains(synced):
     counts = (RewardSubmission.objects.count(), AvsEvent.objects.count())
     call_command("lat_sync", "--no-progress")
     assert (RewardSubmission.objects.count(), AvsEvent.objects.count()) == counts  # nothing twice
+
+
+QUIET_DAYS = 355  # with the devnet's scripted days: a year of history
+
+
+def _served(api, manifests: list[dict], end: str) -> dict:
+    """What a client sees of each LAT's yield: every APY window, and the daily rates."""
+    out = {}
+    for manifest in manifests:
+        proxy = manifest["proxyAddress"]
+        rates = api.get(f"/lat/{proxy}/rates", {"from": "2000-01-01", "to": end}).json()
+        out[manifest["symbol"]] = (
+            api.get(f"/lat/{proxy}?withRewards=true").json()["apys"],
+            rates["data"],
+            Lat.objects.get(proxy_address=proxy).apy_gaps,
+        )
+    return out
+
+
+def test_a_lat_imported_after_a_year_shows_what_a_year_of_following_it_showed(
+    db, settings, tmp_path, api
+):
+    """The devnet with a year of history: synced along the way (at the end of each run of
+    quiet days and of each scripted day: the daily path), then the same chain imported afresh
+    into an empty database (the backfill from an archive node): the same windows, rates and
+    gaps."""
+    from devchain.anvil import start_anvil
+    from devchain.devnet import deploy_devnet, devnet_genesis, write_manifests
+
+    syncs = []
+    with start_anvil(timestamp=devnet_genesis(QUIET_DAYS)) as node:
+        settings.RPC_URL = node.url
+
+        def on_day(day: int, manifests: list[dict]) -> None:
+            if not syncs:
+                paths = write_manifests(manifests, tmp_path / "followed")
+                call_command("lat_import", *map(str, paths))
+            call_command("lat_sync", "--no-progress")
+            syncs.append(day)
+
+        manifests = deploy_devnet(node.url, quiet_days=QUIET_DAYS, on_day=on_day)
+        call_command("lat_sync", "--no-progress")
+        head = Web3(Web3.HTTPProvider(node.url)).eth.get_block("latest")["timestamp"]
+        end = f"{day_of(head)}T23:59:59Z"
+        followed = _served(api, manifests, end)
+
+        from lats.models import Avs
+
+        Lat.objects.all().delete()
+        Avs.objects.all().delete()
+        call_command("lat_import", *map(str, write_manifests(manifests, tmp_path / "later")))
+        call_command("lat_sync", "--no-progress")
+        backfilled = _served(api, manifests, end)
+    assert len(syncs) == 12 + 9  # 355 quiet days in runs of 30, then 9 scripted days
+    eth = followed["latETH"]
+    assert Decimal(eth[0]["trailing1y"]["apy"]) > 0
+    assert len(eth[1]) >= 364  # a point a day since the LAT's first day
+    assert backfilled == followed

@@ -1,7 +1,7 @@
 """The LAT admin's charts (metrics/charts.py, metrics/svg.py): a history written by hand, the
 pixels its values must land on computed here from the plot area and the axis each chart's
 values call for, gaps where a value is unknown or a day missing, the note of an empty history,
-a bounded number of queries over a year of data."""
+a bounded number of queries over a year of data, and the LAT's admin page that shows them."""
 
 from __future__ import annotations
 
@@ -10,11 +10,15 @@ import xml.etree.ElementTree as ET
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from metrics import svg
 from metrics.charts import DAYS, lat_charts
 from metrics.models import MetricSnapshot, RatePoint
 from tests import factories as f
+from tests.adminpages import change_url
 
 pytestmark = pytest.mark.django_db
 
@@ -248,9 +252,13 @@ def test_the_svg_names_itself(history):
     assert "gaps" in desc
 
 
-def test_no_history_yet(lat):
+def test_no_history_yet(admin_client, lat):
     charts = lat_charts(lat=lat)
     assert all(chart.empty and chart.days == () for chart in charts.charts)
+    page = admin_client.get(change_url(lat)).content.decode()
+    assert page.count("No history yet.") == 3
+    assert 'class="lat-chart"' not in page
+    assert "lat-apy-windows" in page  # the windows, all "0" until the first snapshot
 
 
 def test_unknown_every_day_is_no_history_either(lat):
@@ -328,3 +336,17 @@ def test_a_year_takes_two_queries(lat, django_assert_max_num_queries):
         "2026-02-01",
     ]
     assert labels(drawn[2], "y") == ["1.0", "1.1", "1.2", "1.3", "1.4"]  # 1 to 1.364
+
+
+def test_change_page_queries_do_not_grow_with_history(
+    admin_client, lat, django_assert_max_num_queries
+):
+    url = change_url(lat)
+    admin_client.get(url)  # the session and content types
+    with CaptureQueriesContext(connection) as empty:
+        assert admin_client.get(url).status_code == 200
+    a_year(lat, DAYS + 30, timezone.now().date())  # a month more than the window
+    with django_assert_max_num_queries(len(empty)):
+        page = admin_client.get(url).content.decode()
+    assert page.count('class="chart-line"') == 6  # total, staked, 3 APYs, rate
+    assert "No history yet" not in page

@@ -31,6 +31,7 @@ PLOT_BOTTOM = HEIGHT - 60
 Y_INTERVALS = 4
 MAX_DAY_TICKS = 7
 DOT_RADIUS = 2.5
+FLAT = 10**6  # values less than a FLAT-th of their size apart are drawn as one value
 
 Run = list[tuple[date, Decimal]]
 
@@ -41,9 +42,17 @@ def y_scale(values: Iterable[Decimal], *, zero_based: bool) -> tuple[Decimal, De
     low, high = min(known), max(known)
     if zero_based:
         low, high = min(low, Decimal(0)), max(high, Decimal(0))
-    if low == high:
-        pad = abs(high) / 20 or Decimal(1)
-        low, high = (Decimal(0), pad) if zero_based else (low - pad, high + pad)
+    if high - low <= max(abs(low), abs(high)) / FLAT:
+        # One value, or values closer than the eye could tell (a rate's rounding dust, whose
+        # ticks would need 18 decimals): one step of a few percent either side of them rounded
+        # to the step, or 0 to 1 for zeros.
+        middle = (low + high) / 2
+        if not middle:
+            low, high = Decimal(0), Decimal(1)
+        else:
+            step = _nice_step(abs(middle) / 40)
+            centre = (middle / step).to_integral_value() * step
+            return centre - step, centre + step, step
     step = _nice_step((high - low) / Y_INTERVALS)
     bottom = (low / step).to_integral_value(ROUND_FLOOR) * step
     top = (high / step).to_integral_value(ROUND_CEILING) * step

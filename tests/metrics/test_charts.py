@@ -281,6 +281,28 @@ def test_single_day_sits_in_the_middle(lat):
     assert labels(drawn, "x") == ["2026-03-02"]
 
 
+def test_rounding_dust_draws_a_flat_rate(lat):
+    """Rates 1e-18 apart (rounding) would need ticks of 18 decimals: drawn as a flat line, one
+    step either side of 1 (a 40th of 1 is 0.025, rounded up to 0.05)."""
+    rate_point(lat, at(march(1), 23), E18, E18)
+    rate_point(lat, at(march(2), 23), E18 + 1, E18)
+    chart = lat_charts(lat=lat, today=TODAY).rate
+    assert chart.latest() == (march(2), [("rate", "1.000000000000000001")])  # exact all the same
+    drawn = str(chart.svg())
+    assert labels(drawn, "y") == ["0.95", "1.00", "1.05"]
+    lines, _ = shapes(drawn, "rate")
+    assert_points(lines, [[pixel(d, 1, span=1, low=0.95, high=1.05) for d in (0, 1)]])
+
+
+def test_zeros_on_a_scale_of_one(lat):
+    snapshot(lat, at(march(1)), total="0", staked="0", apy="0", native="0", total_apy="0")
+    snapshot(lat, at(march(2)), total="0", staked="0", apy="0", native="0", total_apy="0")
+    drawn = str(lat_charts(lat=lat, today=TODAY).tvl.svg())
+    assert labels(drawn, "y") == ["0.0", "0.5", "1.0"]  # a quarter of 1 rounded up to 0.5
+    lines, _ = shapes(drawn, "total")
+    assert_points(lines, [[(svg.PLOT_LEFT, svg.PLOT_BOTTOM), (svg.PLOT_RIGHT, svg.PLOT_BOTTOM)]])
+
+
 # --- a year of history: the same few queries, one point per day --------------------------------
 
 

@@ -1,11 +1,32 @@
-"""Admin for metric snapshots and AVS reward submissions: read-only (written by the jobs)."""
+"""Admin for metric snapshots and AVS reward submissions: read-only (written by the jobs); and
+the LAT's page with its history drawn above its fields."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
-from lats.admin import ReadOnlyAdminMixin, model_field_names
+from lats.admin import LatAdmin, ReadOnlyAdminMixin, model_field_names
+from lats.models import Lat
+from metrics.charts import lat_charts
 from metrics.models import MetricSnapshot, RewardSubmission
+
+
+class LatChartsAdmin(LatAdmin):
+    """lats.admin's LatAdmin with the LAT's charts (metrics/charts.py) on its change page. It
+    is registered here, in place of LatAdmin, because lats may not import metrics; metrics'
+    admin module is discovered after lats' (INSTALLED_APPS' order)."""
+
+    # Extends admin/change_form.html, the template LatAdmin renders.
+    change_form_template = "admin/metrics/lat_change_form.html"
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            context["lat_charts"] = lat_charts(lat=obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+
+admin.site.unregister(Lat)
+admin.site.register(Lat, LatChartsAdmin)
 
 
 @admin.register(MetricSnapshot)

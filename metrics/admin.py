@@ -8,7 +8,7 @@ from django.contrib import admin
 from lats.admin import LatAdmin, ReadOnlyAdminMixin, model_field_names
 from lats.models import Lat
 from metrics.charts import lat_charts
-from metrics.models import MetricSnapshot, RewardSubmission
+from metrics.models import AvsDay, AvsEvent, LatDay, MetricSnapshot, RewardSubmission, UsdPrice
 
 
 class LatChartsAdmin(LatAdmin):
@@ -50,10 +50,58 @@ class MetricSnapshotAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(RewardSubmission)
 class RewardSubmissionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("avs", "block_number", "token", "amount", "start_timestamp", "duration")
-    list_filter = ("avs",)
+    list_display = (
+        "avs",
+        "kind",
+        "block_number",
+        "token",
+        "amount",
+        "start_timestamp",
+        "duration",
+    )
+    list_filter = ("kind", "avs")
     list_select_related = ("avs",)
     ordering = ("-block_number", "-log_index")
     fields = model_field_names(RewardSubmission)
     readonly_fields = fields
     show_facets = admin.ShowFacets.NEVER
+
+
+@admin.register(AvsEvent)
+class AvsEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("avs", "kind", "name", "block_number", "operator", "value")
+    list_filter = ("kind", "avs")
+    list_select_related = ("avs",)
+    ordering = ("-block_number", "-log_index")
+    fields = model_field_names(AvsEvent)
+    readonly_fields = fields
+    show_facets = admin.ShowFacets.NEVER
+
+
+@admin.register(AvsDay)
+class AvsDayAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("avs", "day", "block_number", "operators", "default_split")
+    list_filter = ("avs",)
+    list_select_related = ("avs",)
+    ordering = ("-day", "avs_id")
+    fields = model_field_names(AvsDay)
+    readonly_fields = fields
+    show_facets = admin.ShowFacets.NEVER
+
+
+@admin.register(LatDay)
+class LatDayAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("lat", "day", "block_number", "tvl_eth")
+    list_filter = ("lat",)
+    list_select_related = ("lat",)
+    ordering = ("-day", "lat_id")
+    fields = model_field_names(LatDay)
+    readonly_fields = fields
+    show_facets = admin.ShowFacets.NEVER
+
+
+@admin.register(UsdPrice)
+class UsdPriceAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("chain_id", "feed_address", "answer", "decimals", "block_number", "updated_at")
+    fields = model_field_names(UsdPrice)
+    readonly_fields = fields

@@ -329,7 +329,7 @@ def world(dataset):
     from deposits.models import DepositCheckpoint
     from deposits.services import deposit_record_events
     from lats.models import PriceFeed, SyncStatus
-    from metrics.models import RewardSubmission
+    from metrics.models import AvsDay, AvsEvent, LatDay, RewardSubmission, UsdPrice
     from tests import factories as f
     from tests.factories import event
 
@@ -366,6 +366,39 @@ def world(dataset):
         start_timestamp=0,
         duration=86400,
         strategies=[A(0x5001)],
+        multipliers=[str(10**18)],
+    )
+    AvsEvent.objects.create(
+        avs=dataset.avs,
+        kind=AvsEvent.Kind.REGISTRATION,
+        name="OperatorAVSRegistrationStatusUpdated",
+        chain_id=31337,
+        tx_hash="0x" + "3" * 64,
+        log_index=0,
+        block_number=8,
+        block_hash="0x" + "4" * 64,
+        block_timestamp=1_772_236_800,
+        operator=A(0x901),
+        value=1,
+    )
+    AvsDay.objects.create(
+        avs=dataset.avs, day=T0.date(), block_number=9, block_hash="0x" + "5" * 64
+    )
+    LatDay.objects.create(
+        lat=dataset.eth_lat,
+        day=T0.date(),
+        block_number=9,
+        block_hash="0x" + "5" * 64,
+        total_assets=1,
+        total_supply=1,
+    )
+    UsdPrice.objects.create(
+        chain_id=31337,
+        feed_address=A(0xF2),
+        answer=3000 * 10**8,
+        decimals=8,
+        block_number=9,
+        updated_at=T0,
     )
     return dataset
 

@@ -20,7 +20,7 @@ from activity.store import activity_record
 from deposits.models import Deposit, DepositCheckpoint
 from deposits.services import deposit_record_events
 from lats.models import Avs, Lat, PriceFeed, SyncStatus, Token
-from metrics.models import RewardSubmission
+from metrics.models import AvsDay, AvsEvent, LatDay, RewardSubmission, UsdPrice
 from operators.models import Operator, StakerNode
 from tests import factories as f
 from tests.adminpages import change_url, changelist_url
@@ -54,6 +54,10 @@ def test_every_model_of_ours_is_registered():
         "deposits.HolderTally",
         "metrics.MetricSnapshot",
         "metrics.RewardSubmission",
+        "metrics.AvsEvent",
+        "metrics.AvsDay",
+        "metrics.LatDay",
+        "metrics.UsdPrice",
     }
 
 
@@ -115,6 +119,30 @@ def grow(dataset, n: int) -> None:
             duration=1,
             strategies=[],
         )
+        AvsEvent.objects.create(
+            avs=lat.avs,
+            kind=AvsEvent.Kind.REGISTRATION,
+            name="OperatorAVSRegistrationStatusUpdated",
+            chain_id=31337,
+            tx_hash=f"0x{lat.id:064x}",
+            log_index=2,
+            block_number=1,
+            block_hash="0x" + "2" * 64,
+            block_timestamp=0,
+            operator=operator.address,
+            value=1,
+        )
+        day = T0.date() + dt.timedelta(days=lat.id)
+        avs = f.AvsFactory()
+        AvsDay.objects.create(avs=avs, day=day, block_number=1, block_hash="0x" + "2" * 64)
+        LatDay.objects.create(
+            lat=lat, day=day, block_number=1, block_hash="0x" + "2" * 64, total_assets=1,
+            total_supply=1,
+        )  # fmt: skip
+        UsdPrice.objects.create(
+            chain_id=10**6 + lat.id, feed_address=A(0xF2), answer=1, decimals=8, block_number=1,
+            updated_at=T0,
+        )  # fmt: skip
         # A mint to a new holder: an event, a holder and the LAT's tally.
         activity_record(
             lat=lat, logs=[f.transfer_log(1, 0, A(0), A(0xB000 + lat.id), 1)], timestamps={1: 0}

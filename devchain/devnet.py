@@ -1175,6 +1175,17 @@ def deploy_devnet(
     return handed
 
 
+ETH_USD_PRICE = 3_000 * 10**8  # the demo's ETH/USD feed: $3,000.00, 8 decimals as Chainlink's
+
+
+def deploy_eth_usd_feed(rpc_url: str, *, answer: int = ETH_USD_PRICE) -> str:
+    """A Chainlink-style ETH / USD feed (8 decimals) on the devnet, for `/yields`' tvlUsd
+    (the service's ETH_USD_FEED_<chainId>); returns its address."""
+    w3 = connect(rpc_url)
+    owner = Web3.to_checksum_address(w3.eth.accounts[DEPLOYER])
+    return _deploy(w3, "PriceFeed", owner, 8, "ETH / USD", answer).address
+
+
 def write_manifests(manifests: Sequence[dict[str, Any]], directory: str | Path) -> list[Path]:
     """Write each manifest to ``<directory>/<symbol>.json``; return the paths."""
     out = Path(directory)

@@ -23,6 +23,7 @@ from devchain.devnet import (
     connect,
     contract,
     deploy_devnet,
+    deploy_eth_usd_feed,
     devnet_genesis,
     install_multicall3,
     load_artifacts,
@@ -109,6 +110,7 @@ class Command(BaseCommand):
             )
             os.environ["RPC_URL"] = node.url
             settings.RPC_URL = node.url
+            self._eth_usd_feed(node.url, node.chain_id, directory)
             paths = sorted(manifest_dir.glob("*.json"))
             if options["do_import"]:
                 call_command("lat_import", *map(str, paths), stdout=self.stdout)
@@ -123,6 +125,22 @@ class Command(BaseCommand):
                 self._serve(options["serve"])
         finally:
             node.stop()  # a node this command started; its state is saved to the state file
+
+    def _eth_usd_feed(self, url: str, chain_id: int, directory: Path) -> None:
+        """The demo chain's ETH/USD feed (`/yields`' tvlUsd), deployed with the chain and
+        remembered beside its manifests; an ETH_USD_FEED_<chainId> of the environment wins."""
+        if chain_id in settings.ETH_USD_FEEDS:
+            return
+        kept = directory / "eth-usd-feed.json"
+        try:
+            address = json.loads(kept.read_text())["address"]
+            if not gateway_for_url(url, timeout=settings.RPC_TIMEOUT).code_at(address):
+                raise ValueError("no feed there any more")
+        except (OSError, ValueError, KeyError):
+            address = deploy_eth_usd_feed(url)
+            kept.write_text(json.dumps({"address": address}) + "\n")
+        settings.ETH_USD_FEEDS = {**settings.ETH_USD_FEEDS, chain_id: address}
+        os.environ[f"ETH_USD_FEED_{chain_id}"] = address
 
     def _deposit(self, url: str, manifests: list[dict], options: dict) -> None:
         manifest = next((m for m in manifests if m["symbol"] == options["deposit"]), None)

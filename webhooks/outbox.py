@@ -19,6 +19,7 @@ it exists; the dispatcher has nothing to do for them).
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -65,9 +66,15 @@ class Filters:
 NOTIFY_CHANNEL = "lat_webhooks"
 
 
-def event_id(chain_id: int, tx_hash: str, log_index: int) -> str:
-    """The payload's `id` of a chain event: the same for every attempt and every endpoint."""
-    return f"evt_{chain_id}_{tx_hash.lower()}_{log_index}"
+def event_id(chain_id: int, block_hash: str, tx_hash: str, log_index: int) -> str:
+    """The payload's `id` of a chain event: the same for every attempt and every endpoint, and
+    naming one log of one block (extensions.md): `evt_` + the first 32 hex digits of SHA-256
+    over `{chainId}:{blockHash}:{transactionHash}:{logIndex}` (hashes in lower-case 0x-hex). A
+    transaction mined again in another block after a reorg is a new event with a new id, even
+    at the same height and log index. Rows stored before this form keep the id they were
+    pushed with (`evt_{chainId}_{transactionHash}_{logIndex}`)."""
+    text = f"{chain_id}:{block_hash.lower()}:{tx_hash.lower()}:{log_index}"
+    return "evt_" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def payload(message_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -115,13 +122,15 @@ def outbox_events_stored(*, lat: Lat, logs: Sequence[ActivityLog]) -> int:
     blocks = [block for block, _ in keys]
     rows = Event.objects.filter(
         lat=lat, block_number__gte=min(blocks), block_number__lte=max(blocks), type__in=FEED_TYPES
-    ).values_list("type", "block_number", "created_at", "tx_hash", "log_index", "args")
+    ).values_list(
+        "type", "block_number", "created_at", "tx_hash", "log_index", "args", "block_hash"
+    )
     out = []
-    for row in rows:
+    for *row, block_hash in rows:
         kind, block, _, tx_hash, log_index, args = row
         if (block, log_index) not in keys:
             continue
-        message_id = event_id(lat.chain_id, tx_hash, log_index)
+        message_id = event_id(lat.chain_id, block_hash, tx_hash, log_index)
         data = {**event_document(*row), "lat": lat.proxy_address, "chainId": lat.chain_id}
         out.append(
             OutboxEvent(

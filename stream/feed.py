@@ -8,8 +8,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from django.db.models import Q
+
 from webhooks.models import OutboxEvent
 from webhooks.outbox import Filters
+
+REMOVED = OutboxEvent.Type.EVENT_REMOVED.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,11 +22,12 @@ class Message:
     type: str
     lat: str | None  # checksummed
     wallets: frozenset[str]  # lower-case
+    removed: str | None  # an eventRemoved: the type of the event it withdraws
     frame: bytes  # the Server-Sent Events message, encoded once for every stream
 
 
 def selected(filters: Filters, message: Message) -> bool:
-    return filters.matches(message.type, message.lat, message.wallets)
+    return filters.matches(message.type, message.lat, message.wallets, message.removed)
 
 
 def sse_frame(message_id: int, kind: str, payload: dict) -> bytes:
@@ -50,7 +55,8 @@ def feed_after(
     if upto is not None:
         rows = rows.filter(id__lte=upto)
     if filters is not None and filters.types:
-        rows = rows.filter(type__in=filters.types)
+        # eventRemoved follows the event it withdraws (Filters.matches, below)
+        rows = rows.filter(Q(type__in=filters.types) | Q(type=REMOVED))
     if filters is not None and filters.lats:
         rows = rows.filter(lat__proxy_address__in=filters.lats)
     read = list(
@@ -58,9 +64,10 @@ def feed_after(
             :limit
         ]
     )
-    messages = [
-        Message(row_id, kind, lat, frozenset(wallets or ()), sse_frame(row_id, kind, payload))
-        for row_id, kind, lat, wallets, payload in read
-        if filters is None or filters.matches(kind, lat, wallets or ())
-    ]
+    messages = []
+    for row_id, kind, lat, wallets, payload in read:
+        removed = payload["data"].get("removedType") if kind == REMOVED else None
+        if filters is None or filters.matches(kind, lat, wallets or (), removed):
+            frame = sse_frame(row_id, kind, payload)
+            messages.append(Message(row_id, kind, lat, frozenset(wallets or ()), removed, frame))
     return messages, read[-1][0] if read else after, len(read) == limit

@@ -5,8 +5,9 @@ event, not per endpoint; the dispatcher fans each out to the matching endpoints.
 - Chain events: from the indexing transaction (activity/indexer.py calls INDEX_LISTENER), once
   the LAT's first indexing has succeeded: the history of a LAT just imported is pushed to no one.
 - `eventRemoved`: from the same transaction when a reorg removes an event of the outbox (a
-  stream may have sent it); the dispatcher sends it only to the endpoints that were sent the
-  event, and cancels the event's deliveries not attempted yet.
+  stream may have sent it); the dispatcher sends it to every endpoint that was sent the event,
+  whatever its filters say now, and cancels the event's deliveries not attempted yet; a stream
+  gets it where its filters select the event it withdraws (`Filters.matches`).
 - `statusChanged`: from the state refresh's transaction (sync/refresh.py).
 - `ping`: from `POST /webhooks/{id}/test`, for that endpoint only.
 
@@ -54,9 +55,14 @@ class Filters:
     types: frozenset[str] = frozenset()
     wallets: frozenset[str] = frozenset()
 
-    def matches(self, kind: str, lat: str | None, wallets: Iterable[str]) -> bool:
-        """Whether an event of type `kind`, of the LAT `lat`, naming `wallets` is selected."""
-        if self.types and kind not in self.types:
+    def matches(
+        self, kind: str, lat: str | None, wallets: Iterable[str], removed: str | None = None
+    ) -> bool:
+        """Whether an event of type `kind`, of the LAT `lat`, naming `wallets` is selected. An
+        `eventRemoved` (`removed`: the type of the event it withdraws, whose LAT and wallets it
+        carries) is selected wherever that event was, whatever `types` say (extensions.md: a
+        subscriber to deposits hears that its deposit is gone), and where `types` name it."""
+        if self.types and kind not in self.types and removed not in self.types:
             return False
         if self.lats and lat not in self.lats:
             return False

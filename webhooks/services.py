@@ -157,7 +157,9 @@ def _filters(endpoint: Endpoint) -> Filters:
 def outbox_fan_out(*, limit: int = 500) -> int:
     """One delivery per matching enabled endpoint for the oldest events not fanned out yet
     (rows another dispatcher holds are skipped); returns how many events were fanned out.
-    An `eventRemoved` goes to the endpoints that were sent the event it withdraws."""
+    An `eventRemoved` goes to every enabled endpoint that was sent the event it withdraws,
+    whatever its `types` (or its filters changed since) say: a subscriber to deposits must hear
+    that its deposit is gone (extensions.md)."""
     with transaction.atomic():
         events = list(
             OutboxEvent.objects.filter(fanned_out_at__isnull=True)
@@ -172,8 +174,6 @@ def outbox_fan_out(*, limit: int = 500) -> int:
         now = timezone.now()
         deliveries: list[Delivery] = []
         for event in events:
-            lat_address = event.lat.proxy_address if event.lat else None
-            candidates = endpoints
             if event.type == OutboxEvent.Type.EVENT_REMOVED:
                 # Attempted, or pending still (in flight: the others were cancelled).
                 sent_to = set(
@@ -182,10 +182,16 @@ def outbox_fan_out(*, limit: int = 500) -> int:
                     .values_list("endpoint_id", flat=True)
                 )
                 candidates = [e for e in endpoints if e.id in sent_to]
+            else:
+                lat_address = event.lat.proxy_address if event.lat else None
+                candidates = [
+                    e
+                    for e in endpoints
+                    if filters[e.id].matches(event.type, lat_address, event.wallets)
+                ]
             deliveries.extend(
                 Delivery(endpoint=endpoint, event=event, next_attempt_at=now)
                 for endpoint in candidates
-                if filters[endpoint.id].matches(event.type, lat_address, event.wallets)
             )
         Delivery.objects.bulk_create(deliveries, batch_size=1000, ignore_conflicts=True)
         OutboxEvent.objects.filter(id__in=[e.id for e in events]).update(fanned_out_at=now)

@@ -14,6 +14,7 @@ from django.core.management import call_command
 from eth_account import Account
 
 from devchain.anvil import DEFAULT_MNEMONIC
+from devchain.devnet import make_deposits
 from tests.stream import conftest as stream_fixtures
 from tests.webhooks.conftest import register
 from tests.webhooks.test_chain import digest_id
@@ -120,3 +121,51 @@ def test_a_transaction_mined_again_in_another_block_is_a_new_event(
     assert [m.event for m in got] == ["transfer", "eventRemoved", "transfer"]
     assert got[1].data["data"]["removedId"] == old_id
     assert got[2].data["id"] == new_id
+
+
+@DEVNET
+def test_a_deposit_removed_by_a_reorg_is_withdrawn_from_deposit_subscribers(
+    synced, keyed, receiver, connect
+):
+    """Subscribers to `deposit` only, neither listing `eventRemoved`: each was sent the
+    deposit, so each hears that it is gone."""
+    chain = synced
+    chain_id = chain.w3.eth.chain_id
+    manifest = chain.manifests[0]
+    server = receiver()
+    secret = register(keyed, server.url(), types=["deposit"])["secret"]
+    stream = connect("types=deposit")
+    time.sleep(0.3)
+
+    fork = chain.rpc("evm_snapshot")
+    made = make_deposits(chain.url, manifest, 3, [manifest["tokens"][0]["address"]], [WAD])
+    receipt = chain.w3.eth.get_transaction_receipt(made["txHash"])
+    deposited = [
+        log
+        for log in chain.contract("LiquidToken", manifest["proxyAddress"])
+        .events.AssetDeposited()
+        .process_receipt(receipt)
+    ]
+    (log,) = deposited
+    deposit_id = digest_id(chain_id, log["blockHash"].to_0x_hex(), made["txHash"], log["logIndex"])
+    sync()
+    deliver(until=lambda: len(server.received) >= 1)
+    (sent,) = stream.wait(1)
+    assert [r.verify(secret)["id"] for r in server.received] == [deposit_id]
+    assert sent.data["id"] == deposit_id
+
+    assert chain.rpc("evm_revert", fork)
+    chain.rpc("anvil_mine", hex(4))  # the chain goes on without the deposit
+    sync()
+    deliver(until=lambda: len(server.received) >= 2)
+
+    bodies = [r.verify(secret) for r in server.received]
+    assert [b["type"] for b in bodies] == ["deposit", "eventRemoved"]
+    assert bodies[1]["data"]["removedId"] == deposit_id
+    assert bodies[1]["data"]["removedType"] == "deposit"
+    got = stream.wait(2)
+    assert [m.event for m in got] == ["deposit", "eventRemoved"]
+    assert got[1].data["data"]["removedId"] == deposit_id
+    time.sleep(1)
+    assert len(server.received) == 2  # nothing else
+    assert len(stream.messages) == 2

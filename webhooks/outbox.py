@@ -91,10 +91,23 @@ def payload(message_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
 _ORDER_LOCK = 0x4C41544F
 
 
+def _durable() -> None:
+    """This transaction commits durably (`synchronous_commit` on until it ends), whatever the
+    indexing transaction or the server's configuration set: what it writes to the outbox is
+    sent at its commit (the NOTIFY), and a receiver must never hold an event (or a stream a
+    cursor) that a PostgreSQL crash could take back (extensions.md: "nothing is sent before that
+    transaction is durable")."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = on")
+
+
 def _commit_in_order() -> None:
     """Hold the outbox's writing lock until this transaction ends: every writer takes its ids
     and commits while holding it, so ids become visible in ascending order (a stream reading
-    "after N" never skips a row a slower transaction commits later). SQLite has one writer."""
+    "after N" never skips a row a slower transaction commits later). SQLite has one writer.
+    Every writer commits durably (`_durable`)."""
+    _durable()
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ORDER_LOCK])
@@ -245,6 +258,7 @@ def outbox_ping(*, endpoint: Endpoint) -> OutboxEvent:
     """A `ping` for one endpoint (POST /webhooks/{id}/test), never fanned out."""
     message_id = f"evt_ping_{secrets.token_hex(12)}"
     data = {"endpoint": endpoint.public_id}
+    _durable()
     return OutboxEvent.objects.create(
         event_id=message_id,
         type=OutboxEvent.Type.PING,

@@ -81,7 +81,8 @@ def delivery_page(
     the oldest ids first), and an empty page would hide that."""
     rows = _deliveries().filter(endpoint=endpoint).order_by("-id")
     if before is not None:
-        if before <= retention_horizon(RetentionMark.Table.DELIVERIES):
+        horizon = retention_horizon(RetentionMark.Table.DELIVERIES)
+        if 0 < before <= horizon:
             days = f"{settings.DELIVERY_RETENTION_DAYS:g}"
             raise Gone(
                 f"cursor names deliveries older than the {days} days they are kept: they are "

@@ -13,8 +13,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from core.api.cursors import cursor_encode
 from sync.tasks import prune_push_deliveries, prune_push_outbox
 from tests.webhooks.conftest import register
+from webhooks.api.views import DELIVERY_CURSOR_VERSION
 from webhooks.models import Attempt, Delivery, Endpoint, OutboxEvent
 from webhooks.outbox import payload
 
@@ -130,6 +132,9 @@ def test_a_deliveries_cursor_older_than_kept_is_410_gone(settings, keyed, endpoi
     first = keyed.get(path, {"take": 2}).json()
     second = keyed.get(path, {"take": 2, "cursor": first["meta"]["next"]}).json()
     assert [d["id"] for d in first["data"] + second["data"]] == [d.id for d in made[::-1][:4]]
+
+    before_any = keyed.get(path, {"cursor": cursor_encode(DELIVERY_CURSOR_VERSION, 0)})
+    assert before_any.status_code == 200  # nothing deleted yet: no cursor is gone
 
     assert prune_push_deliveries()["deleted"] == 4
     # The second page's cursor names a delivery that is gone: said plainly.

@@ -199,7 +199,9 @@ def _store_range(lat: Lat, ready: _Ready, *, news: bool) -> tuple[int, list[Acti
     if connection.vendor == "postgresql":
         # This range and its checkpoint are lost together or kept together: a crash may lose
         # the last commits (re-indexed on the next run), never split them, so the commit need
-        # not wait for its WAL flush (a backfill commits once per range).
+        # not wait for its WAL flush (a backfill commits once per range). A range that writes
+        # the webhooks' outbox (a listener) is pushed at its commit: the outbox turns this
+        # back on for it (webhooks/outbox.py), as nothing is sent before it is durable.
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL synchronous_commit = off")
     read = ready.read

@@ -29,6 +29,13 @@ class InvalidInput(ServiceError):
     code = "unprocessable_entity"
 
 
+class Gone(ServiceError):
+    """A cursor names records that are no longer kept (deleted by retention): the listing is
+    read again from its first page (as a Kubernetes watch answers an expired version)."""
+
+    code = "gone"
+
+
 class MalformedRequest(ServiceError):
     """A request that cannot be read at all (a body that is not a JSON object, too large)."""
 

@@ -20,6 +20,10 @@ REFRESH_ALL_LAT_STATES = "lats.tasks.refresh_all_lat_states"
 INDEX_ALL_DEPOSITS = "deposits.tasks.index_all_deposits"
 RECORD_ALL_SNAPSHOTS = "metrics.tasks.record_all_snapshots"
 REFRESH_ALL_AVS_METADATA = "lats.tasks.refresh_all_avs_metadata"
+# Retention of push (webhooks/retention.py), run by beat: the feed's events; deliveries with
+# their attempts and history.
+PRUNE_PUSH_OUTBOX = "webhooks.tasks.prune_push_outbox"
+PRUNE_PUSH_DELIVERIES = "webhooks.tasks.prune_push_deliveries"
 
 # The steps "Refresh now" chains, each reading what the one before stored.
 CHAINED = (REFRESH_LAT_STATE, INDEX_DEPOSITS, RECORD_SNAPSHOT)

@@ -383,6 +383,12 @@ WEBHOOK_POLL_SECONDS = env.float("WEBHOOK_POLL_SECONDS", default=0.5)
 WEBHOOK_LEASE_SECONDS = env.float("WEBHOOK_LEASE_SECONDS", default=120)
 # /health is degraded when the oldest webhook event or delivery due waits longer than this.
 WEBHOOK_LAG_ALERT_SECONDS = env.float("WEBHOOK_LAG_ALERT_SECONDS", default=60)
+# Retention (webhooks/retention.py, run by beat): the feed's events (the outbox, the stream's
+# cursors) are kept this many days, deliveries with their attempts and history this many days;
+# the jobs delete the older ones, this many rows per transaction.
+PUSH_RETENTION_DAYS = env.float("PUSH_RETENTION_DAYS", default=30)
+DELIVERY_RETENTION_DAYS = env.float("DELIVERY_RETENTION_DAYS", default=14)
+RETENTION_BATCH = env.int("RETENTION_BATCH", default=5000)
 
 # The live stream (GET /stream/events, the Procfile's stream process; stream/).
 # Open streams per client address (429 beyond), shared by every stream process through Redis.

@@ -6,8 +6,10 @@ CORS, the request id, the error body and the metrics are those of every endpoint
 if it grants the stream, is held back here: its headers open the stream, and this module keeps
 the connection, not a Django thread, for as long as the client stays (a Django request would
 hold a thread per open stream). Each stream sends, in id order:
+0. if retention deleted messages after the client's cursor, one `reset` message instead, and
+   the response ends (stream/feed.py: never a gap);
 1. the stored feed after the client's cursor up to the hub's last id (the backlog, read in
-   pages), until it has caught up with the hub;
+   pages, each read checked against retention as 0.), until it has caught up with the hub;
 2. then what the hub hands it (everything after that id), skipping ids already sent; and
    back to 1 whenever the hub outran its queue (a burst larger than STREAM_BUFFER);
 with a keep-alive comment whenever nothing was sent for STREAM_KEEPALIVE_SECONDS. A client that
@@ -25,7 +27,7 @@ from typing import Any
 from django.conf import settings
 
 from stream import telemetry
-from stream.feed import feed_after
+from stream.feed import FeedExpired, feed_backlog, feed_expired, reset_frame
 from stream.grants import GRANT_HEADER, SCOPE_KEY, UNAVAILABLE, Grant, grant_take
 from stream.hub import Hub, Stream, hub, in_thread
 from stream.slots import slot_release
@@ -104,6 +106,8 @@ async def _pump(grant: Grant, start: dict[str, Any], send: Send) -> None:
         await _send(send, start)
         await _body(send, _HELLO)
         last = grant.cursor if grant.cursor is not None else feed.high
+        if grant.cursor is not None and (expired := await in_thread(feed_expired)(last)):
+            raise expired
         while True:
             last = await _catch_up(feed, grant, send, last)
             # No await since _catch_up saw feed.high: the hub hands on what follows `last`.
@@ -113,6 +117,9 @@ async def _pump(grant: Grant, start: dict[str, Any], send: Send) -> None:
             finally:
                 feed.unsubscribe(stream)
             telemetry.CATCH_UPS.inc()
+    except FeedExpired as expired:
+        await _body(send, reset_frame(expired))
+        await _send(send, {"type": "http.response.body", "body": b"", "more_body": False})
     except TimeoutError:
         telemetry.DROPPED.inc()
         logger.warning("stream: a client reading too slowly was disconnected")
@@ -121,9 +128,10 @@ async def _pump(grant: Grant, start: dict[str, Any], send: Send) -> None:
 
 
 async def _catch_up(feed: Hub, grant: Grant, send: Send, last: int) -> int:
-    """Send the stored feed after `last` until it reaches the hub's last id; returns it."""
+    """Send the stored feed after `last` until it reaches the hub's last id; returns it.
+    FeedExpired when retention deleted what follows `last`."""
     while last < (upto := feed.high):
-        messages, read, more = await in_thread(feed_after)(
+        messages, read, more = await in_thread(feed_backlog)(
             last, upto=upto, filters=grant.filters, limit=settings.STREAM_BACKLOG_PAGE
         )
         for message in messages:

@@ -55,6 +55,20 @@ DEFAULT_SCHEDULES: tuple[DefaultSchedule, ...] = (
         every=3600,
         description="Hourly metric snapshot of each LAT (history and APY).",
     ),
+    DefaultSchedule(
+        name="push-outbox-retention",
+        task="webhooks.tasks.prune_push_outbox",
+        every=3600,
+        description="Deletes the push feed's events older than PUSH_RETENTION_DAYS (webhooks "
+        "and live stream; a stream cursor before them gets a reset).",
+    ),
+    DefaultSchedule(
+        name="push-delivery-retention",
+        task="webhooks.tasks.prune_push_deliveries",
+        every=3600,
+        description="Deletes webhook deliveries, with their attempts and history, older than "
+        "DELIVERY_RETENTION_DAYS.",
+    ),
 )
 
 

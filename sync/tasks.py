@@ -8,13 +8,20 @@ messages store them, so they never change with the code's layout (core/tasknames
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 
 from core import tasknames
+from core.locks import advisory_lock
 from sync.jobs import FAN_OUT_OPTIONS, LAT_TASK_OPTIONS, fan_out, run_step
 from sync.refresh import DEPOSITS, METADATA, SNAPSHOT, STATE
+from webhooks.retention import Pruned, deliveries_prune, outbox_prune
+
+logger = logging.getLogger(__name__)
 
 STATE_JOB = STATE.job
 METADATA_JOB = METADATA.job
@@ -67,3 +74,39 @@ def index_all_deposits() -> list[int]:
 @shared_task(name=tasknames.RECORD_ALL_SNAPSHOTS, **FAN_OUT_OPTIONS)
 def record_all_snapshots() -> list[int]:
     return fan_out(record_snapshot, SNAPSHOT_JOB)
+
+
+# The retention jobs: each batch commits on its own, so a run stopped anywhere resumes where it
+# stopped; a run starts no batch after 80% of the soft time limit and the next run goes on.
+RETENTION_OPTIONS: dict[str, Any] = {
+    "soft_time_limit": settings.CELERY_TASK_SOFT_TIME_LIMIT,
+    "time_limit": settings.CELERY_TASK_TIME_LIMIT,
+    "ignore_result": True,
+}
+
+
+def _pruned(name: str, prune: Callable[..., Pruned]) -> dict[str, Any]:
+    """`prune` under the job's advisory lock (an overlapping run skips)."""
+    with advisory_lock(name) as acquired:
+        if not acquired:
+            logger.info("%s is already running; skipped", name)
+            return {"status": "skipped", "deleted": 0}
+        pruned = prune(seconds=0.8 * settings.CELERY_TASK_SOFT_TIME_LIMIT)
+    out = {"status": "done", "deleted": pruned.rows}
+    out |= {"attempts": pruned.attempts, "history": pruned.history}
+    logger.info("%s: %s", name, out)
+    return out
+
+
+@shared_task(name=tasknames.PRUNE_PUSH_OUTBOX, **RETENTION_OPTIONS)
+def prune_push_outbox() -> dict[str, Any]:
+    """Delete the push feed's events older than PUSH_RETENTION_DAYS (stream cursors before
+    them are answered with a reset)."""
+    return _pruned(tasknames.PRUNE_PUSH_OUTBOX, outbox_prune)
+
+
+@shared_task(name=tasknames.PRUNE_PUSH_DELIVERIES, **RETENTION_OPTIONS)
+def prune_push_deliveries() -> dict[str, Any]:
+    """Delete webhook deliveries, with their attempts and history, older than
+    DELIVERY_RETENTION_DAYS."""
+    return _pruned(tasknames.PRUNE_PUSH_DELIVERIES, deliveries_prune)

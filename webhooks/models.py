@@ -69,8 +69,9 @@ class OutboxEvent(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     fanned_out_at = models.DateTimeField(null=True, blank=True)
     removed = models.BooleanField(default=False, help_text="Orphaned by a reorg.")
-    # eventRemoved: the event it withdraws.
-    removes = models.ForeignKey("self", on_delete=models.CASCADE, null=True, blank=True)
+    # eventRemoved: the event it withdraws (None once retention deleted that event: its id
+    # stays in the payload).
+    removes = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True)
     # ping: the one endpoint it goes to.
     endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, null=True, blank=True)
 
@@ -152,3 +153,20 @@ class Attempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.delivery_id} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class RetentionMark(models.Model):
+    """How far the retention jobs (webhooks/retention.py) have deleted a table: every row with
+    an id up to `deleted_through` is gone (they delete the oldest ids first). A stream cursor
+    or a listing cursor below it names what is no longer kept."""
+
+    class Table(models.TextChoices):
+        OUTBOX = "outbox"
+        DELIVERIES = "deliveries"
+
+    table = models.CharField(max_length=20, primary_key=True, choices=Table.choices)
+    deleted_through = models.PositiveBigIntegerField(default=0)
+    ran_at = models.DateTimeField(null=True, blank=True, help_text="The last batch deleted.")
+
+    def __str__(self) -> str:
+        return f"{self.table} through {self.deleted_through}"

@@ -5,8 +5,9 @@ event, not per endpoint; the dispatcher fans each out to the matching endpoints.
 - Chain events: from the indexing transaction (activity/indexer.py calls INDEX_LISTENER), once
   the LAT's first indexing has succeeded: the history of a LAT just imported is pushed to no one.
 - `eventRemoved`: from the same transaction when a reorg removes an event of the outbox (a
-  stream may have sent it); the dispatcher sends it only to the endpoints that were sent the
-  event, and cancels the event's deliveries not attempted yet.
+  stream may have sent it); the dispatcher sends it to every endpoint that was sent the event,
+  whatever its filters say now, and cancels the event's deliveries not attempted yet; a stream
+  gets it where its filters select the event it withdraws (`Filters.matches`).
 - `statusChanged`: from the state refresh's transaction (sync/refresh.py).
 - `ping`: from `POST /webhooks/{id}/test`, for that endpoint only.
 
@@ -19,6 +20,7 @@ it exists; the dispatcher has nothing to do for them).
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -53,9 +55,14 @@ class Filters:
     types: frozenset[str] = frozenset()
     wallets: frozenset[str] = frozenset()
 
-    def matches(self, kind: str, lat: str | None, wallets: Iterable[str]) -> bool:
-        """Whether an event of type `kind`, of the LAT `lat`, naming `wallets` is selected."""
-        if self.types and kind not in self.types:
+    def matches(
+        self, kind: str, lat: str | None, wallets: Iterable[str], removed: str | None = None
+    ) -> bool:
+        """Whether an event of type `kind`, of the LAT `lat`, naming `wallets` is selected. An
+        `eventRemoved` (`removed`: the type of the event it withdraws, whose LAT and wallets it
+        carries) is selected wherever that event was, whatever `types` say (extensions.md: a
+        subscriber to deposits hears that its deposit is gone), and where `types` name it."""
+        if self.types and kind not in self.types and removed not in self.types:
             return False
         if self.lats and lat not in self.lats:
             return False
@@ -65,9 +72,15 @@ class Filters:
 NOTIFY_CHANNEL = "lat_webhooks"
 
 
-def event_id(chain_id: int, tx_hash: str, log_index: int) -> str:
-    """The payload's `id` of a chain event: the same for every attempt and every endpoint."""
-    return f"evt_{chain_id}_{tx_hash.lower()}_{log_index}"
+def event_id(chain_id: int, block_hash: str, tx_hash: str, log_index: int) -> str:
+    """The payload's `id` of a chain event: the same for every attempt and every endpoint, and
+    naming one log of one block (extensions.md): `evt_` + the first 32 hex digits of SHA-256
+    over `{chainId}:{blockHash}:{transactionHash}:{logIndex}` (hashes in lower-case 0x-hex). A
+    transaction mined again in another block after a reorg is a new event with a new id, even
+    at the same height and log index. Rows stored before this form keep the id they were
+    pushed with (`evt_{chainId}_{transactionHash}_{logIndex}`)."""
+    text = f"{chain_id}:{block_hash.lower()}:{tx_hash.lower()}:{log_index}"
+    return "evt_" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def payload(message_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -78,10 +91,23 @@ def payload(message_id: str, kind: str, data: dict[str, Any]) -> dict[str, Any]:
 _ORDER_LOCK = 0x4C41544F
 
 
+def _durable() -> None:
+    """This transaction commits durably (`synchronous_commit` on until it ends), whatever the
+    indexing transaction or the server's configuration set: what it writes to the outbox is
+    sent at its commit (the NOTIFY), and a receiver must never hold an event (or a stream a
+    cursor) that a PostgreSQL crash could take back (extensions.md: "nothing is sent before that
+    transaction is durable")."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit = on")
+
+
 def _commit_in_order() -> None:
     """Hold the outbox's writing lock until this transaction ends: every writer takes its ids
     and commits while holding it, so ids become visible in ascending order (a stream reading
-    "after N" never skips a row a slower transaction commits later). SQLite has one writer."""
+    "after N" never skips a row a slower transaction commits later). SQLite has one writer.
+    Every writer commits durably (`_durable`)."""
+    _durable()
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ORDER_LOCK])
@@ -115,13 +141,15 @@ def outbox_events_stored(*, lat: Lat, logs: Sequence[ActivityLog]) -> int:
     blocks = [block for block, _ in keys]
     rows = Event.objects.filter(
         lat=lat, block_number__gte=min(blocks), block_number__lte=max(blocks), type__in=FEED_TYPES
-    ).values_list("type", "block_number", "created_at", "tx_hash", "log_index", "args")
+    ).values_list(
+        "type", "block_number", "created_at", "tx_hash", "log_index", "args", "block_hash"
+    )
     out = []
-    for row in rows:
+    for *row, block_hash in rows:
         kind, block, _, tx_hash, log_index, args = row
         if (block, log_index) not in keys:
             continue
-        message_id = event_id(lat.chain_id, tx_hash, log_index)
+        message_id = event_id(lat.chain_id, block_hash, tx_hash, log_index)
         data = {**event_document(*row), "lat": lat.proxy_address, "chainId": lat.chain_id}
         out.append(
             OutboxEvent(
@@ -230,6 +258,7 @@ def outbox_ping(*, endpoint: Endpoint) -> OutboxEvent:
     """A `ping` for one endpoint (POST /webhooks/{id}/test), never fanned out."""
     message_id = f"evt_ping_{secrets.token_hex(12)}"
     data = {"endpoint": endpoint.public_id}
+    _durable()
     return OutboxEvent.objects.create(
         event_id=message_id,
         type=OutboxEvent.Type.PING,

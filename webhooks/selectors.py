@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Prefetch
 from rest_framework_api_key.models import APIKey
 
-from core.errors import NotFound
+from core.errors import Gone, NotFound
 from deposits.selectors import iso_instant
-from webhooks.models import Attempt, Delivery, Endpoint
+from webhooks.models import Attempt, Delivery, Endpoint, RetentionMark
+from webhooks.retention import retention_horizon
 
 
 def _iso(value) -> str | None:
@@ -74,9 +76,18 @@ def delivery_page(
     *, endpoint: Endpoint, take: int, before: int | None
 ) -> tuple[list[dict[str, Any]], int | None]:
     """The endpoint's deliveries newest first (by id), after the cursor's `before` id; the
-    page, and the id to continue before when more follow."""
+    page, and the id to continue before when more follow. A cursor naming a delivery that
+    retention deleted is Gone: what followed it is deleted too (webhooks/retention.py deletes
+    the oldest ids first), and an empty page would hide that."""
     rows = _deliveries().filter(endpoint=endpoint).order_by("-id")
     if before is not None:
+        horizon = retention_horizon(RetentionMark.Table.DELIVERIES)
+        if 0 < before <= horizon:
+            days = f"{settings.DELIVERY_RETENTION_DAYS:g}"
+            raise Gone(
+                f"cursor names deliveries older than the {days} days they are kept: they are "
+                "deleted. Read the listing again from its first page (without cursor)."
+            )
         rows = rows.filter(id__lt=before)
     page = list(rows[: take + 1])
     more = len(page) > take

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from rest_framework_api_key.models import APIKey
@@ -109,16 +109,47 @@ def endpoint_update(*, endpoint: Endpoint, fields: EndpointFields) -> Endpoint:
     return endpoint
 
 
+_DELIVERY = Delivery._meta.db_table
+_ATTEMPT = Attempt._meta.db_table
+_OUTBOX = OutboxEvent._meta.db_table
+
+
 @transaction.atomic
 def endpoint_delete(*, endpoint: Endpoint) -> None:
-    """The endpoint with its deliveries and their attempts. The endpoint, then its deliveries,
-    are locked first, so that an attempt being recorded meanwhile (the dispatcher locks its
-    delivery) either commits before the rows to delete are collected or finds its delivery gone
-    (without the locks its attempt outlived the delivery: a foreign-key violation, a 500). A
-    fan-out naming the endpoint meanwhile fails at its commit and is done again without it."""
+    """The endpoint with its deliveries, their attempts and its pings, deleted by the database
+    in a few statements, never read into the request (an endpoint has up to
+    DELIVERY_RETENTION_DAYS of deliveries).
+
+    Locks are taken in the order an attempt's recording takes them (its delivery, then its
+    endpoint: webhooks.services.delivery_record_attempt), so neither waits for the other for
+    ever: the endpoint's deliveries, then the endpoint (a fan-out naming it meanwhile waits,
+    fails at its commit and is done again without it), then the deliveries again (those a
+    fan-out committed in between). An attempt recorded meanwhile commits before the rows to
+    delete are collected (its attempt goes with them) or finds its delivery gone (without the
+    locks it outlived the delivery: a foreign-key violation, a 500). The deliveries' history
+    rows are left to the retention job (webhooks/retention.py); the endpoint's own history
+    records the deletion."""
+    params = [endpoint.id]
+    _lock_rows(f"SELECT 1 FROM {_DELIVERY} WHERE endpoint_id = %s", params)
     Endpoint.objects.select_for_update().filter(id=endpoint.id).first()
-    list(Delivery.objects.select_for_update().filter(endpoint=endpoint).values_list("id"))
-    endpoint.delete()
+    _lock_rows(f"SELECT 1 FROM {_DELIVERY} WHERE endpoint_id = %s", params)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {_ATTEMPT} WHERE delivery_id IN "
+            f"(SELECT id FROM {_DELIVERY} WHERE endpoint_id = %s)",
+            params,
+        )
+        cursor.execute(f"DELETE FROM {_DELIVERY} WHERE endpoint_id = %s", params)
+        cursor.execute(f"DELETE FROM {_OUTBOX} WHERE endpoint_id = %s", params)  # its pings
+    endpoint.delete()  # and its history's record of the deletion
+
+
+def _lock_rows(select: str, params: list[Any]) -> None:
+    """Lock the rows `select` names, without reading them (PostgreSQL; SQLite has one
+    writer)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT count(*) FROM ({select} FOR UPDATE) AS locked", params)
 
 
 def endpoint_rotate_secret(*, endpoint: Endpoint) -> Endpoint:
@@ -157,7 +188,9 @@ def _filters(endpoint: Endpoint) -> Filters:
 def outbox_fan_out(*, limit: int = 500) -> int:
     """One delivery per matching enabled endpoint for the oldest events not fanned out yet
     (rows another dispatcher holds are skipped); returns how many events were fanned out.
-    An `eventRemoved` goes to the endpoints that were sent the event it withdraws."""
+    An `eventRemoved` goes to every enabled endpoint that was sent the event it withdraws,
+    whatever its `types` (or its filters changed since) say: a subscriber to deposits must hear
+    that its deposit is gone (extensions.md)."""
     with transaction.atomic():
         events = list(
             OutboxEvent.objects.filter(fanned_out_at__isnull=True)
@@ -172,8 +205,6 @@ def outbox_fan_out(*, limit: int = 500) -> int:
         now = timezone.now()
         deliveries: list[Delivery] = []
         for event in events:
-            lat_address = event.lat.proxy_address if event.lat else None
-            candidates = endpoints
             if event.type == OutboxEvent.Type.EVENT_REMOVED:
                 # Attempted, or pending still (in flight: the others were cancelled).
                 sent_to = set(
@@ -182,10 +213,16 @@ def outbox_fan_out(*, limit: int = 500) -> int:
                     .values_list("endpoint_id", flat=True)
                 )
                 candidates = [e for e in endpoints if e.id in sent_to]
+            else:
+                lat_address = event.lat.proxy_address if event.lat else None
+                candidates = [
+                    e
+                    for e in endpoints
+                    if filters[e.id].matches(event.type, lat_address, event.wallets)
+                ]
             deliveries.extend(
                 Delivery(endpoint=endpoint, event=event, next_attempt_at=now)
                 for endpoint in candidates
-                if filters[endpoint.id].matches(event.type, lat_address, event.wallets)
             )
         Delivery.objects.bulk_create(deliveries, batch_size=1000, ignore_conflicts=True)
         OutboxEvent.objects.filter(id__in=[e.id for e in events]).update(fanned_out_at=now)

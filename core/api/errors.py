@@ -51,6 +51,13 @@ ERROR_CODES: dict[str, tuple[int, str, str]] = {
         "The path is unknown, or the address names no LAT, token, operator or AVS "
         "that the service knows.",
     ),
+    "gone": (
+        410,
+        "Gone",
+        "A cursor names records the service no longer keeps (the webhook deliveries listing "
+        "keeps DELIVERY_RETENTION_DAYS, 14 days by default): what followed it is deleted, so "
+        "the listing cannot go on from it. Read the listing again from its first page.",
+    ),
     "unprocessable_entity": (
         422,
         "Unprocessable entity",

@@ -15,6 +15,7 @@ from core.api.params import parse_addresses
 from core.api.schema import OPTIONAL_API_KEY, error_responses
 from core.api.throttling import client_ident
 from core.errors import InvalidInput, NotFound, Unavailable
+from stream.feed import feed_high
 from stream.grants import GRANT_HEADER, SCOPE_KEY, UNAVAILABLE, Grant, grant_issue
 from stream.slots import slot_acquire
 from webhooks.outbox import TYPES, Filters
@@ -32,7 +33,16 @@ connections open.
 header (what `EventSource` sends by itself) or as `?cursor=`, gets every event after it from the
 stored feed, then the live ones, without a gap or a repeat; the header wins over the parameter.
 Without either, the stream starts with the next event. Cursors are ascending integers, the same
-for every filter: a client may change its filters and resume.
+for every filter: a client may change its filters and resume. A cursor ahead of the feed's
+newest id is a 422.
+
+**Retention.** The feed keeps `PUSH_RETENTION_DAYS` (default 30) days. A cursor older than
+that (`0` too, once anything was deleted) gets one message, `event: reset`, without `id:`,
+whose data is `{type: "reset", createdAt, data: {oldestId, cursor, listing, message}}`:
+`oldestId` the oldest message id still kept (or null), `cursor` the cursor that replays every
+message still kept, `listing` the REST listing to re-read what was missed from
+(`/lat/{address}/events`); then the server ends the stream. Close the `EventSource` on it:
+reconnecting with the same cursor is answered the same.
 
 **Limits.** The connect counts against the rate limit like any request (an API key raises it; an
 unknown key is a 401, a disabled one a 403). At most `STREAM_MAX_PER_IP` (default 10) streams
@@ -68,6 +78,8 @@ def _filters(params) -> Filters:
 
 
 def _cursor(request) -> int | None:
+    """The id to resume after; a cursor ahead of the feed's newest id is no id of this stream
+    (a 422). One older than the feed keeps is the stream's to answer (a `reset`)."""
     header = request.headers.get("Last-Event-ID")
     raw, field = (
         (header, "Last-Event-ID") if header else (request.query_params.get("cursor"), "cursor")
@@ -76,7 +88,13 @@ def _cursor(request) -> int | None:
         return None
     if not raw.isascii() or not raw.isdigit() or int(raw) > CURSOR_MAX:
         raise InvalidInput(f"{field} must be the id: of a message of this stream.")
-    return int(raw)
+    cursor = int(raw)
+    if cursor > (newest := feed_high()):
+        raise InvalidInput(
+            f"{field} {cursor} is ahead of the feed (its newest message id is {newest}): it is "
+            "no id: of this stream."
+        )
+    return cursor
 
 
 class EventStreamNegotiation(BaseContentNegotiation):

@@ -44,6 +44,8 @@ def test_ensure_default_schedules_is_idempotent():
         "lat-deposit-indexing": 30,
         "avs-metadata-refresh": 6 * 3600,
         "lat-metric-snapshots": 3600,
+        "push-outbox-retention": 3600,
+        "push-delivery-retention": 3600,
     }
 
 

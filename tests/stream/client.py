@@ -133,7 +133,8 @@ class Client:
                 name, _, value = line.partition(": ")
                 fields[name] = value
         if "data" in fields:
-            self.messages.append(Message(fields["id"], fields["event"], json.loads(fields["data"])))
+            message = Message(fields.get("id", ""), fields["event"], json.loads(fields["data"]))
+            self.messages.append(message)
 
     def wait(self, count: int, timeout: float = 10.0) -> list[Message]:
         """The first `count` messages, once they came; AssertionError after `timeout`."""

@@ -3,6 +3,7 @@ logs plain web3 decodes (`get_logs`), never with the service's tables."""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,6 +36,14 @@ def iso(timestamp: int) -> str:
     return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def digest_id(chain_id: int, block_hash: str, tx_hash: str, log_index: int) -> str:
+    """The payload's id as extensions.md and the README define it: `evt_` + the first 32 hex
+    digits of SHA-256 over `{chainId}:{blockHash}:{transactionHash}:{logIndex}` (0x-hex, lower
+    case)."""
+    text = f"{chain_id}:{block_hash.lower()}:{tx_hash.lower()}:{log_index}"
+    return "evt_" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
 def expected(chain, manifests, after_block: int) -> dict[str, dict[str, Any]]:
     """The payloads' `data` by id: every feed event after `after_block`, from web3."""
     out = {}
@@ -43,7 +52,10 @@ def expected(chain, manifests, after_block: int) -> dict[str, dict[str, Any]]:
         for event in chain_events(chain, manifest, head):
             if event["blockNumber"] <= after_block:
                 continue
-            event_id = f"evt_{chain.w3.eth.chain_id}_{event['transactionHash']}_{event['logIndex']}"
+            block_hash = chain.w3.eth.get_block(event["blockNumber"])["hash"].to_0x_hex()
+            event_id = digest_id(
+                chain.w3.eth.chain_id, block_hash, event["transactionHash"], event["logIndex"]
+            )
             out[event_id] = {
                 **event,
                 "blockTimestamp": iso(event["blockTimestamp"]),

@@ -24,7 +24,7 @@ from devchain import compile as chain_compile
 from devchain.devnet import make_deposits
 from tests.chainreads import FEED_TYPES, hexstr
 from tests.webhooks.conftest import register
-from tests.webhooks.test_chain import expected, iso, send
+from tests.webhooks.test_chain import digest_id, expected, iso, send
 from webhooks.dispatcher import Dispatcher
 
 pytestmark = [pytest.mark.django_db, pytest.mark.chain]
@@ -150,7 +150,8 @@ def removal(chain, receipt, lat: str) -> tuple[str, dict[str, Any]]:
     lt = chain.contract("LiquidToken", lat)
     (log,) = lt.events.Transfer().process_receipt(receipt, errors=DISCARD)
     tx_hash = hexstr(log["transactionHash"])
-    removed_id = f"evt_{chain.w3.eth.chain_id}_{tx_hash}_{log['logIndex']}"
+    block_hash = hexstr(log["blockHash"])
+    removed_id = digest_id(chain.w3.eth.chain_id, block_hash, tx_hash, log["logIndex"])
     block = chain.w3.eth.get_block(log["blockNumber"])
     transfer = {
         "type": "transfer",

@@ -13,7 +13,8 @@ def _types_field(**kwargs) -> serializers.ListField:
     return serializers.ListField(
         child=serializers.ChoiceField(choices=TYPES),
         help_text="Event types to receive: those of `GET /lat/{address}/events` plus "
-        "`statusChanged` and `eventRemoved`. Empty or left out: every type.",
+        "`statusChanged` and `eventRemoved`. Empty or left out: every type. An `eventRemoved` "
+        "comes whatever the types say for an event that was sent to the endpoint.",
         **kwargs,
     )
 

@@ -219,7 +219,10 @@ class WebhookDeliveryListView(_KeyedView):
         summary="Deliveries to a webhook endpoint, with their attempts",
         description=(
             "Newest first, paged by cursor: `meta.next` is an opaque cursor, or null on the "
-            "last page; passed back as `cursor` it returns the deliveries that follow."
+            "last page; passed back as `cursor` it returns the deliveries that follow. "
+            "Deliveries are kept `DELIVERY_RETENTION_DAYS` (default 14) with their attempts: "
+            "a cursor naming one deleted since is a 410 (`gone`), read the listing again from "
+            "its first page; a cursor this service did not return is a 422."
         ),
         parameters=[
             _ID_PATH,
@@ -228,7 +231,7 @@ class WebhookDeliveryListView(_KeyedView):
         ],
         responses={
             200: s.WebhookDeliveryListSerializer,
-            **error_responses("not_found", "unprocessable_entity"),
+            **error_responses("not_found", "unprocessable_entity", "gone"),
         },
     )
     def get(self, request, id: str):

@@ -10,6 +10,6 @@ class WebhooksConfig(AppConfig):
         # The outbox is written in the indexing transaction (activity/indexer.py), which the
         # floors keep from importing this package: it is handed the outbox's writer here.
         from activity import indexer
-        from webhooks import outbox
+        from webhooks import checks, outbox  # noqa: F401 (checks registers the system checks)
 
         indexer.listen(outbox.INDEX_LISTENER)

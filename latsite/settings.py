@@ -391,6 +391,10 @@ STREAM_MAX_PER_IP = env.int("STREAM_MAX_PER_IP", default=10)
 # after STREAM_SLOT_SECONDS unless renewed (the slots of a process that died).
 STREAM_KEEPALIVE_SECONDS = env.float("STREAM_KEEPALIVE_SECONDS", default=15)
 STREAM_SLOT_SECONDS = env.int("STREAM_SLOT_SECONDS", default=60)
+# A granted connect's stream starts at once; a grant not taken within this many seconds (its
+# client went away while the connect was being granted) lapses and its slot is released. Keep
+# it below STREAM_SLOT_SECONDS.
+STREAM_GRANT_SECONDS = env.float("STREAM_GRANT_SECONDS", default=10)
 # Messages queued for one stream at most: past them it catches up from the stored feed.
 STREAM_BUFFER = env.int("STREAM_BUFFER", default=1000)
 # A client that leaves one message unread this long (seconds) is disconnected.

@@ -174,6 +174,12 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# The service stores no uploaded files; these only keep Django's test live server (which
+# serves MEDIA_ROOT at MEDIA_URL ahead of the application) off the API's paths: unset, it
+# served the working directory's files at every path, and answered a path too long for a file
+# name with a plain-text 500 of its own.
+MEDIA_URL = "media/"
+MEDIA_ROOT = BASE_DIR / "var" / "media"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

@@ -33,7 +33,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from webhooks.models import Delivery, OutboxEvent
+from webhooks.models import Delivery, Endpoint, OutboxEvent
 from webhooks.sending import AttemptResult
 
 logger = logging.getLogger(__name__)
@@ -57,31 +57,34 @@ def attempt_recorded(status: str, result: AttemptResult) -> None:
 
 
 def sendable(now: datetime) -> Q:
-    """Deliveries whose endpoint may be sent to at `now`: the endpoint enabled, its API key
-    neither revoked nor expired."""
-    return Q(endpoint__enabled=True, endpoint__api_key__revoked=False) & (
-        Q(endpoint__api_key__expiry_date__isnull=True) | Q(endpoint__api_key__expiry_date__gt=now)
+    """Endpoints that may be sent to at `now`: enabled, of an API key neither revoked nor
+    expired."""
+    return Q(enabled=True, api_key__revoked=False) & (
+        Q(api_key__expiry_date__isnull=True) | Q(api_key__expiry_date__gt=now)
     )
 
 
 def queue_lag() -> dict[str, float]:
     """Rows waiting that can still be sent, and the age in seconds of the oldest (0 when
-    none); `held`: pending deliveries that cannot be sent now (not a backlog)."""
+    none); `held`: pending deliveries that cannot be sent now (not a backlog). The endpoints
+    that cannot be sent to are read first (few: endpoints are per key), so that the pending
+    deliveries are read through their own index, with no join per row."""
     now = timezone.now()
+    held_endpoints = list(Endpoint.objects.exclude(sendable(now)).values_list("id", flat=True))
     outbox = OutboxEvent.objects.filter(fanned_out_at__isnull=True)
     pending = Delivery.objects.filter(status=Delivery.Status.PENDING)
-    can_send = sendable(now)
+    held = pending.filter(endpoint_id__in=held_endpoints).count() if held_endpoints else 0
     oldest = [
         outbox.aggregate(at=Min("created_at"))["at"],
-        pending.filter(can_send, next_attempt_at__lte=now).aggregate(at=Min("next_attempt_at"))[
-            "at"
-        ],
+        pending.filter(next_attempt_at__lte=now)
+        .exclude(endpoint_id__in=held_endpoints)
+        .aggregate(at=Min("next_attempt_at"))["at"],
     ]
     ages = [(now - at).total_seconds() for at in oldest if at is not None]
     return {
         "outbox": outbox.count(),
-        "deliveries": pending.filter(can_send).count(),
-        "held": pending.exclude(can_send).count(),
+        "deliveries": pending.count() - held,
+        "held": held,
         "oldest_seconds": max([0.0, *ages]),
     }
 

@@ -1,6 +1,7 @@
 """An endpoint update asks its new URL (a HEAD, up to 3 s) before it writes: a secret rotation,
 or the service disabling the endpoint after every delivery failed, that lands meanwhile
-survives the update (only what the update changes is written, on the row as it is then)."""
+survives the update (only what the update changes is written, on the row as it is then), and
+an endpoint deleted meanwhile stays deleted."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -18,7 +19,7 @@ from tests.webhooks.conftest import register
 from tests.webhooks.test_delivery import announce
 from webhooks.models import Delivery, Endpoint
 from webhooks.sending import AttemptResult
-from webhooks.services import delivery_record_attempt, outbox_fan_out
+from webhooks.services import delivery_record_attempt, endpoint_delete, outbox_fan_out
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -120,3 +121,49 @@ def test_an_auto_disable_during_an_updates_probe_survives_it(
     endpoint.refresh_from_db()
     assert (endpoint.url, endpoint.description, endpoint.enabled) == (silent.url(), "moved", False)
     assert endpoint.disabled_reason.startswith("Every delivery failed for ")
+
+
+def test_an_endpoint_deleted_during_an_updates_probe_stays_deleted(key, keyed, receiver, silent):
+    """The update then answers 404: it does not write the row back (which re-created the
+    endpoint, without its deliveries, under its old id)."""
+    created = register(keyed, receiver().url())
+    path = f"/webhooks/{created['id']}"
+    updating, answers = in_thread(keyed_client(key[1]), "patch", path, {"url": silent.url()})
+    assert silent.probed.wait(10)
+    assert keyed.delete(path).status_code == 204
+    updating.join(20)
+    assert answers[0].status_code == 404, answers[0].content
+    assert answers[0].json()["error"]["code"] == "not_found"
+    assert not Endpoint.objects.exists()
+
+
+def test_a_rotation_of_an_endpoint_being_deleted_is_a_404(key, keyed, receiver):
+    """The delete holds the endpoint's row (lock order: the endpoint, then its deliveries); a
+    rotation waits for it, then finds no endpoint."""
+    created = register(keyed, receiver().url())
+    endpoint = Endpoint.objects.get()
+    locked, go = threading.Event(), threading.Event()
+
+    def delete() -> None:
+        try:
+            with transaction.atomic():
+                Endpoint.objects.select_for_update().get(id=endpoint.id)
+                locked.set()
+                go.wait(10)
+                endpoint_delete(endpoint=endpoint)
+        finally:
+            connection.close()
+
+    deleter = threading.Thread(target=delete)
+    deleter.start()
+    assert locked.wait(10)
+    rotating, answers = in_thread(
+        keyed_client(key[1]), "post", f"/webhooks/{created['id']}/rotate-secret", {}
+    )
+    rotating.join(0.5)
+    assert rotating.is_alive()  # waiting for the delete's lock
+    go.set()
+    deleter.join(20)
+    rotating.join(20)
+    assert answers[0].status_code == 404, answers[0].content
+    assert not Endpoint.objects.exists()

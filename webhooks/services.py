@@ -361,10 +361,12 @@ def _endpoint_failed(endpoint: Endpoint, *, at: datetime, now: datetime) -> None
         Endpoint.objects.filter(id=endpoint.id, failing_since__isnull=True).update(failing_since=at)
         return
     if (now - since).total_seconds() >= settings.WEBHOOK_DISABLE_AFTER and endpoint.enabled:
-        endpoint.enabled = False
-        endpoint.disabled_reason = FAILING_PREFIX
-        endpoint.disabled_reason += f"{settings.WEBHOOK_DISABLE_AFTER / 86400:g} days."
-        endpoint.save(update_fields=["enabled", "disabled_reason", "updated_at"])
+        # Read again, locked: disabled meanwhile (staff, its key) it stays as they left it.
+        current = Endpoint.objects.select_for_update(no_key=True).filter(id=endpoint.id).first()
+        if current is None or not current.enabled:
+            return
+        days = settings.WEBHOOK_DISABLE_AFTER / 86400
+        _save(current, {"enabled": False, "disabled_reason": f"{FAILING_PREFIX}{days:g} days."})
         logger.warning("webhook endpoint disabled", extra={"endpoint": endpoint.public_id})
 
 

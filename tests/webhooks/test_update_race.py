@@ -19,7 +19,12 @@ from tests.webhooks.conftest import register
 from tests.webhooks.test_delivery import announce
 from webhooks.models import Delivery, Endpoint
 from webhooks.sending import AttemptResult
-from webhooks.services import delivery_record_attempt, endpoint_delete, outbox_fan_out
+from webhooks.services import (
+    delivery_record_attempt,
+    endpoint_delete,
+    endpoint_staff_disable,
+    outbox_fan_out,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -167,3 +172,51 @@ def test_a_rotation_of_an_endpoint_being_deleted_is_a_404(key, keyed, receiver):
     rotating.join(20)
     assert answers[0].status_code == 404, answers[0].content
     assert not Endpoint.objects.exists()
+
+
+def test_staff_disabling_during_an_attempts_record_stays_staffs(
+    keyed, receiver, settings, admin_user
+):
+    """The dispatcher read the endpoint enabled, then staff disabled it before the attempt's
+    failure could disable it too: "Disabled by ..." stays, so only staff enable it again."""
+    settings.WEBHOOK_DISABLE_AFTER = 60
+    created = register(keyed, receiver().url())
+    endpoint = Endpoint.objects.get()
+    Endpoint.objects.filter(id=endpoint.id).update(
+        failing_since=timezone.now() - dt.timedelta(seconds=61)
+    )
+    announce()
+    outbox_fan_out()
+    locked, go = threading.Event(), threading.Event()
+
+    def staff() -> None:
+        try:
+            with transaction.atomic():
+                endpoint_staff_disable(endpoint=endpoint, by=str(admin_user))
+                locked.set()
+                go.wait(10)
+        finally:
+            connection.close()
+
+    def record() -> None:
+        try:
+            failed = AttemptResult(None, "connection refused", 3, "")
+            delivery_record_attempt(
+                delivery_id=Delivery.objects.get().id, at=timezone.now(), result=failed
+            )
+        finally:
+            connection.close()
+
+    staffing = threading.Thread(target=staff)
+    staffing.start()
+    assert locked.wait(10)
+    recording = threading.Thread(target=record)
+    recording.start()
+    recording.join(0.5)  # it reads the endpoint enabled, then waits for the staff's lock
+    go.set()
+    staffing.join(20)
+    recording.join(20)
+    endpoint.refresh_from_db()
+    assert (endpoint.enabled, endpoint.disabled_reason) == (False, f"Disabled by {admin_user}.")
+    response = keyed.patch(f"/webhooks/{created['id']}", {"enabled": True}, format="json")
+    assert response.status_code == 403

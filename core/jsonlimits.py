@@ -1,8 +1,10 @@
-"""Limits on JSON text read from outside: the deposit bodies and the AVS metadata documents."""
+"""Limits on JSON text read from outside: the deposit bodies, the AVS metadata documents and
+the LAT manifests."""
 
 from __future__ import annotations
 
-# A deposit body needs 2 levels and a metadata document 1; unknown members may nest a little.
+# A deposit body needs 2 levels, a metadata document 1, a manifest 4; unknown members may nest
+# a little.
 MAX_JSON_NESTING = 32
 
 

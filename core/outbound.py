@@ -36,7 +36,12 @@ from core.deadline_io import DeadlineSocket, seconds_left
 
 _CHUNK = 8192
 _HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")  # after IDNA: ASCII labels
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # well-known NAT64 (RFC 6052): judged by its IPv4
+# IPv6 beyond the embedding forms above: only global unicast space (RFC 4291, IANA) can be a
+# public address. Python's ipaddress (3.11) calls global some blocks that are not, each outside
+# it: IPv4-compatible ::/96 (::127.0.0.1), IPv4-translated ::ffff:0:0:0/96, local-use NAT64
+# 64:ff9b:1::/48, site-local fec0::/10.
+_GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
 
 
 class OutboundRefused(Exception):
@@ -131,16 +136,18 @@ def pinned_address(target: Target, *, noun: str, allow_private: bool) -> Address
 
 
 def is_public(address: str) -> bool:
+    """Whether an address is a public one: IPv4 global and not multicast; IPv6 an embedded
+    public IPv4 (mapped, well-known NAT64, 6to4), or global unicast (2000::/3) and global."""
     ip = ipaddress.ip_address(address.split("%")[0])  # an IPv6 zone (%eth0) is not an address
-    if not ip.is_global or ip.is_multicast:
-        return False
     if isinstance(ip, ipaddress.IPv6Address):
         embedded = ip.ipv4_mapped or ip.sixtofour
         if embedded is None and ip in _NAT64:
             embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
         if embedded is not None:
             return is_public(str(embedded))
-    return True
+        if ip not in _GLOBAL_UNICAST:
+            return False
+    return ip.is_global and not ip.is_multicast
 
 
 def read_capped(response: http.client.HTTPResponse, cap: int) -> tuple[bytes, bool]:

@@ -17,11 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from django.db import transaction
+from django.db.backends.base.operations import BaseDatabaseOperations
+from django.db.models import Field, Model
 
 from chain.errors import ChainError
 from chain.gateway import Gateway, gateway_for
 from core.addresses import BEACON_CHAIN_ETH, checksum, is_address, is_beacon_chain_eth
 from core.db import model_update
+from core.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 from lats.models import Avs, Lat, PriceFeed
 from lats.networks import EIGENLAYER_CONTRACTS, eigenlayer_preset
 
@@ -38,6 +41,30 @@ IMPLEMENTATION_CONTRACTS = (
 )
 PROXY_CONTRACTS = ("liquidTokenManager", "stakerNodeCoordinator", "tokenRegistryOracle")
 INFO_FILE = "info.json"  # a version's manifest in a deployments repository
+# A manifest is a few kilobytes (the published ones 3 to 6 KB); a file past this is not one,
+# and is refused before it is read whole.
+MAX_MANIFEST_BYTES = 1 << 20
+# Characters no PostgreSQL text or jsonb column stores (NUL; UTF-16 surrogates, which JSON's
+# \u escapes can spell alone and UTF-8 cannot encode).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _column(model: type[Model], name: str) -> Field:
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field)
+    return field
+
+
+def _max_length(model: type[Model], name: str) -> int:
+    length = _column(model, name).max_length
+    assert length is not None
+    return length
+
+
+def _max_integer(model: type[Model], name: str) -> int:
+    """The largest value the column holds, on every database Django supports."""
+    internal_type = _column(model, name).get_internal_type()
+    return BaseDatabaseOperations.integer_field_ranges[internal_type][1]
 
 
 @dataclass(frozen=True)
@@ -84,17 +111,53 @@ class _Reader:
             raise self.fail(path, f"must be an address (0x + 40 hex digits), not {value!r}")
         return checksum(value)
 
-    def string(self, data: Any, field: str, path: str) -> str:
+    def string(self, data: Any, field: str, path: str, *, max_length: int) -> str:
         value = self.get(data, field, path)
         if not isinstance(value, str) or not value.strip():
             raise self.fail(path, "must be a non-empty string")
+        if len(value) > max_length:
+            raise self.fail(path, f"must be at most {max_length} characters, not {len(value)}")
         return value
 
-    def integer(self, data: Any, field: str, path: str) -> int:
+    def integer(self, data: Any, field: str, path: str, *, maximum: int) -> int:
         value = self.get(data, field, path)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self.fail(path, f"must be a non-negative integer, not {value!r}")
+            raise self.fail(path, f"must be a non-negative integer, not {_shown(value)}")
+        if value > maximum:
+            raise self.fail(path, f"must be at most {maximum}, not {_shown(value)}")
         return value
+
+    def storable(self, data: Any, path: str = "") -> None:
+        """Every string of the manifest, member names too, storable in PostgreSQL (it keeps
+        the manifest whole); the nesting guard has bounded the depth."""
+        if isinstance(data, str):
+            if found := _UNSTORABLE.search(data):
+                raise self.fail(path, f"must not hold the character {_code_point(found[0])}")
+        elif isinstance(data, list):
+            for index, item in enumerate(data):
+                self.storable(item, f"{path}[{index}]")
+        elif isinstance(data, dict):
+            for key, item in data.items():
+                if found := _UNSTORABLE.search(key):
+                    where = f" of {path}" if path else ""
+                    raise ManifestError(
+                        f"{self.source}: the member name {_shown(key)}{where} must not hold "
+                        f"the character {_code_point(found[0])}"
+                    )
+                self.storable(item, f"{path}.{key}" if path else key)
+
+
+def _shown(value: Any) -> str:
+    """A value as a message shows it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _code_point(char: str) -> str:
+    return f"U+{ord(char):04X}"
+
+
+_BLOCK_MAX = _max_integer(Lat, "deployment_block")
 
 
 def _contract_deployments(r: _Reader, data: Any) -> tuple[dict[str, str], dict[str, str]]:
@@ -106,13 +169,13 @@ def _contract_deployments(r: _Reader, data: Any) -> tuple[dict[str, str], dict[s
             r.get(deployments, "implementation", "contractDeployments.implementation"), name, path
         )
         implementation[name] = r.address(entry, "address", f"{path}.address")
-        r.integer(entry, "block", f"{path}.block")
+        r.integer(entry, "block", f"{path}.block", maximum=_BLOCK_MAX)
     proxy = {}
     for name in PROXY_CONTRACTS:
         path = f"contractDeployments.proxy.{name}"
         entry = r.get(r.get(deployments, "proxy", "contractDeployments.proxy"), name, path)
         proxy[name] = r.address(entry, "address", f"{path}.address")
-        r.integer(entry, "block", f"{path}.block")
+        r.integer(entry, "block", f"{path}.block", maximum=_BLOCK_MAX)
     return implementation, proxy
 
 
@@ -121,6 +184,12 @@ def manifest_parse(data: Any, *, source: str, version: str = "") -> Manifest:
     r = _Reader(source)
     if not isinstance(data, dict):
         raise ManifestError(f"{source}: the manifest must be a JSON object")
+    r.storable(data)
+    if len(version) > (longest := _max_length(Lat, "manifest_version")):
+        raise ManifestError(
+            f"{source}: its version folder's name must be at most {longest} characters, not "
+            f"{len(version)}"
+        )
     implementation, proxy = _contract_deployments(r, data)
     tokens = _tokens(r, r.get(data, "tokens", "tokens"))
     eigenlayer = {}
@@ -143,20 +212,20 @@ def manifest_parse(data: Any, *, source: str, version: str = "") -> Manifest:
     base_asset = (
         BEACON_CHAIN_ETH if base_asset_missing else r.address(data, "baseAsset", "baseAsset")
     )
-    chain_id = r.integer(data, "chainId", "chainId")
+    chain_id = r.integer(data, "chainId", "chainId", maximum=_max_integer(Lat, "chain_id"))
     if chain_id == 0:
         raise r.fail("chainId", "must be a positive integer")
     return Manifest(
         source=source,
         proxy_address=r.address(data, "proxyAddress", "proxyAddress"),
         implementation_address=r.address(data, "implementationAddress", "implementationAddress"),
-        name=r.string(data, "name", "name"),
-        symbol=r.string(data, "symbol", "symbol"),
+        name=r.string(data, "name", "name", max_length=_max_length(Lat, "name")),
+        symbol=r.string(data, "symbol", "symbol", max_length=_max_length(Lat, "symbol")),
         avs_address=r.address(data, "avsAddress", "avsAddress"),
         base_asset=base_asset,
         chain_id=chain_id,
-        max_nodes=r.integer(data, "maxNodes", "maxNodes"),
-        deployment_block=r.integer(data, "deploymentBlock", "deploymentBlock"),
+        max_nodes=r.integer(data, "maxNodes", "maxNodes", maximum=_max_integer(Lat, "max_nodes")),
+        deployment_block=r.integer(data, "deploymentBlock", "deploymentBlock", maximum=_BLOCK_MAX),
         implementation=implementation,
         proxy=proxy,
         tokens=tokens,
@@ -187,13 +256,26 @@ def _tokens(r: _Reader, tokens: Any) -> tuple[tuple[str, str], ...]:
 
 
 def manifest_read(path: Path, *, version: str = "") -> Manifest:
-    """Read and check one manifest file (ManifestError naming the file and field)."""
+    """Read and check one manifest file (ManifestError naming the file and field): at most
+    MAX_MANIFEST_BYTES read, nested no deeper than MAX_JSON_NESTING before it is parsed (json's
+    C scanner recurses per level, past the C stack for ~100,000)."""
     source = str(path)
     try:
-        data = json.loads(path.read_text())
+        with path.open("rb") as file:
+            raw = file.read(MAX_MANIFEST_BYTES + 1)
     except OSError as exc:
         raise ManifestError(f"{source}: cannot be read ({exc.strerror})") from exc
-    except ValueError as exc:
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise ManifestError(
+            f"{source}: is larger than {MAX_MANIFEST_BYTES} bytes (a manifest is a few kilobytes)"
+        )
+    if nested_deeper_than(raw, MAX_JSON_NESTING):
+        raise ManifestError(
+            f"{source}: nests arrays or objects deeper than {MAX_JSON_NESTING} levels"
+        )
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:  # UnicodeDecodeError too
         raise ManifestError(f"{source}: is not JSON ({exc})") from exc
     return manifest_parse(data, source=source, version=version)
 

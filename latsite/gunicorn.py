@@ -5,7 +5,8 @@ gunicorn answers a request line over `--limit-request-line` (414), header fields
 (431), a malformed request (400) and a failure outside the application (500) itself, with an
 HTML page. The Procfile's `web` runs this worker class so that those answers too are the error
 body the schema documents: `bad_request` with gunicorn's status, `internal_server_error` for a
-500, and a message that names the limit without echoing the request.
+500, and a message that names the limit without echoing the request. Each carries a new
+`X-Request-ID`, as every answer does (the request was not read, so the caller's is not taken).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ _INTERNAL = "Internal server error. The failure has been logged."
 
 def error_answer(status: int, reason: str, limit: int) -> bytes:
     """The whole HTTP answer gunicorn sends for an error of its own, as the API's error body."""
-    from core.api.errors import error_body  # Django is set up once the worker loaded the app
+    # Django is set up once the worker loaded the app.
+    from core.api.errors import error_body
+    from core.logs import HEADER, new_request_id
 
     if status >= 500 and status != 501:
         code, message = "internal_server_error", _INTERNAL
@@ -36,7 +39,8 @@ def error_answer(status: int, reason: str, limit: int) -> bytes:
     body = json.dumps(error_body(code, message)).encode()
     head = (
         f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        f"{HEADER}: {new_request_id()}\r\n\r\n"
     )
     return head.encode("latin-1") + body
 

@@ -174,6 +174,12 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# The service stores no uploaded files; these only keep Django's test live server (which
+# serves MEDIA_ROOT at MEDIA_URL ahead of the application) off the API's paths: unset, it
+# served the working directory's files at every path, and answered a path too long for a file
+# name with a plain-text 500 of its own.
+MEDIA_URL = "media/"
+MEDIA_ROOT = BASE_DIR / "var" / "media"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -397,6 +403,10 @@ STREAM_MAX_PER_IP = env.int("STREAM_MAX_PER_IP", default=10)
 # after STREAM_SLOT_SECONDS unless renewed (the slots of a process that died).
 STREAM_KEEPALIVE_SECONDS = env.float("STREAM_KEEPALIVE_SECONDS", default=15)
 STREAM_SLOT_SECONDS = env.int("STREAM_SLOT_SECONDS", default=60)
+# A granted connect's stream starts at once; a grant not taken within this many seconds (its
+# client went away while the connect was being granted) lapses and its slot is released. Keep
+# it below STREAM_SLOT_SECONDS.
+STREAM_GRANT_SECONDS = env.float("STREAM_GRANT_SECONDS", default=10)
 # Messages queued for one stream at most: past them it catches up from the stored feed.
 STREAM_BUFFER = env.int("STREAM_BUFFER", default=1000)
 # A client that leaves one message unread this long (seconds) is disconnected.

@@ -191,10 +191,14 @@ class HealthWebhooksSerializer(serializers.Serializer):
         help_text="`lagging` when the oldest webhook event or delivery due has waited more than "
         "WEBHOOK_LAG_ALERT_SECONDS (default 60): the dispatcher is down or behind.",
     )
-    pendingDeliveries = serializers.IntegerField(help_text="Deliveries not delivered or failed.")
+    pendingDeliveries = serializers.IntegerField(
+        help_text="Deliveries pending that can be sent: those of a disabled endpoint, or of a "
+        "disabled or expired API key, wait for it and are not counted."
+    )
     pendingEvents = serializers.IntegerField(help_text="Outbox events not fanned out yet.")
     oldestPendingSeconds = serializers.IntegerField(
-        help_text="Age of the oldest event not fanned out or delivery due (0 when none)."
+        help_text="Age of the oldest event not fanned out, or delivery due that can be sent "
+        "(0 when none)."
     )
 
 

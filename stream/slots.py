@@ -3,7 +3,11 @@ Redis: a sorted set per address whose members are its open streams and whose sco
 each lapses unless renewed (the process renews all its slots in one round trip every
 STREAM_KEEPALIVE_SECONDS, so the slots of a process that died lapse within STREAM_SLOT_SECONDS).
 While Redis is away (core/redisguard.py), or where the cache is not Redis (the demo), each
-process counts its own."""
+process counts its own.
+
+A slot is taken by the connect (stream/api/views.py) and held once its stream starts
+(stream/grants.py's grant_take); only held slots are renewed, so the slot of a connect whose
+client went away before its stream started lapses in Redis even if nothing releases it."""
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from core.errors import Busy
 
 _local: Counter[str] = Counter()
 _local_lock = threading.Lock()
-_shared: set[Slot] = set()  # this process's slots counted in Redis, renewed together
+_shared: set[Slot] = set()  # this process's held slots counted in Redis, renewed together
 
 # KEYS[1]: the address's set; ARGV: now, lapse time, member, limit, ttl. 1: taken, 0: full.
 _ACQUIRE = """
@@ -65,15 +69,20 @@ def slot_acquire(ident: str) -> Slot:
         if taken is not redisguard.UNAVAILABLE:
             if not taken:
                 raise _busy(limit)
-            slot = Slot(ident, member, shared=True)
-            with _local_lock:
-                _shared.add(slot)
-            return slot
+            return Slot(ident, member, shared=True)
     with _local_lock:
         if _local[ident] >= limit:
             raise _busy(limit)
         _local[ident] += 1
     return Slot(ident, member, shared=False)
+
+
+def slot_hold(slot: Slot) -> None:
+    """The slot's stream started: the slot is renewed with the process's others until
+    released."""
+    if slot.shared:
+        with _local_lock:
+            _shared.add(slot)
 
 
 def slots_renew() -> int:

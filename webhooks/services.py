@@ -19,7 +19,7 @@ from rest_framework_api_key.models import APIKey
 
 from core import outbound
 from core.api.params import parse_addresses
-from core.errors import InvalidInput, NotFound
+from core.errors import InvalidInput, NotFound, ServiceError
 from webhooks.models import Attempt, Delivery, Endpoint, OutboxEvent
 from webhooks.outbox import TYPES, Filters, outbox_ping
 from webhooks.sending import AttemptResult, Signed, attempt_send, url_probe
@@ -29,6 +29,20 @@ from webhooks.targets import refusal, webhook_url_check
 logger = logging.getLogger(__name__)
 
 ROTATION_OVERLAP = timedelta(hours=24)  # the previous secret keeps signing beside the new one
+
+# Why an endpoint is disabled (its disabled_reason, shown in admin): staff's names who.
+STAFF_PREFIX = "Disabled by "
+FAILING_PREFIX = "Every delivery failed for "
+PAUSED_REASON = "Paused by its API key."
+STAFF_ONLY_MESSAGE = (
+    "This webhook endpoint was disabled by the service's staff: only they can enable it again."
+)
+
+
+class StaffOnly(ServiceError):
+    """What only staff may do: enable an endpoint they disabled, or send to it meanwhile."""
+
+    code = "forbidden"
 
 
 def dispatch_lease() -> timedelta:
@@ -69,9 +83,6 @@ def _checked(fields: EndpointFields) -> dict[str, Any]:
         out["description"] = fields.description
     if fields.enabled is not None:
         out["enabled"] = fields.enabled
-        if fields.enabled:
-            out["disabled_reason"] = ""
-            out["failing_since"] = None
     if fields.url is not None:  # last: it resolves the host and asks the URL
         try:
             webhook_url_check(fields.url)
@@ -101,12 +112,45 @@ def endpoint_create(*, api_key: APIKey, fields: EndpointFields) -> Endpoint:
         )
 
 
-def endpoint_update(*, endpoint: Endpoint, fields: EndpointFields) -> Endpoint:
-    values = _checked(fields)
-    for name, value in values.items():
+def _locked(endpoint: Endpoint) -> Endpoint:
+    """The endpoint's row as it is now, locked to the end of the transaction; NotFound when it
+    was deleted meanwhile. Lock order: an endpoint's row before its deliveries' (as
+    endpoint_delete takes them)."""
+    current = Endpoint.objects.select_for_update(no_key=True).filter(id=endpoint.id).first()
+    if current is None:
+        raise NotFound(f"No webhook endpoint {endpoint.public_id}.")
+    return current
+
+
+def _save(endpoint: Endpoint, changed: dict[str, Any]) -> None:
+    """Write only the fields that change (a concurrent rotation, auto-disable or staff action
+    on the others stays); its history row records the whole endpoint as it is then."""
+    changed = {name: v for name, v in changed.items() if getattr(endpoint, name) != v}
+    if not changed:
+        return
+    for name, value in changed.items():
         setattr(endpoint, name, value)
-    endpoint.save()
-    return endpoint
+    endpoint.save(update_fields=[*changed, "updated_at"])
+
+
+def endpoint_update(*, endpoint: Endpoint, fields: EndpointFields) -> Endpoint:
+    """The fields given, each checked (a new URL is asked first, for up to 3 s, with no lock
+    held), then written on the row as it is by then, locked: only those fields change, so a
+    rotation or an auto-disable that landed during the probe stays. `enabled: true` on an
+    endpoint staff disabled is StaffOnly (the whole update is refused); enabling an endpoint
+    starts its failure count afresh."""
+    values = _checked(fields)
+    with transaction.atomic():
+        current = _locked(endpoint)
+        enabled = values.get("enabled")
+        if enabled is not None and enabled != current.enabled:
+            if enabled and endpoint_disabled_by(current) == "staff":
+                raise StaffOnly(STAFF_ONLY_MESSAGE)
+            values |= {"disabled_reason": "" if enabled else PAUSED_REASON}
+            if enabled:
+                values["failing_since"] = None
+        _save(current, values)
+    return current
 
 
 _DELIVERY = Delivery._meta.db_table
@@ -152,13 +196,59 @@ def _lock_rows(select: str, params: list[Any]) -> None:
             cursor.execute(f"SELECT count(*) FROM ({select} FOR UPDATE) AS locked", params)
 
 
+@transaction.atomic
 def endpoint_rotate_secret(*, endpoint: Endpoint) -> Endpoint:
-    """A new secret; the one it replaces keeps signing beside it for ROTATION_OVERLAP."""
-    endpoint.previous_secret = endpoint.secret
-    endpoint.previous_secret_until = timezone.now() + ROTATION_OVERLAP
-    endpoint.secret = secret_new()
-    endpoint.save()
-    return endpoint
+    """A new secret; the one it replaces (as stored now, the row locked) keeps signing beside
+    it for ROTATION_OVERLAP. Only the secrets are written."""
+    current = _locked(endpoint)
+    _save(
+        current,
+        {
+            "previous_secret": current.secret,
+            "previous_secret_until": timezone.now() + ROTATION_OVERLAP,
+            "secret": secret_new(),
+        },
+    )
+    return current
+
+
+@transaction.atomic
+def endpoint_staff_update(*, endpoint: Endpoint, values: dict[str, Any]) -> Endpoint:
+    """Fields staff changed in admin, written alone on the locked row."""
+    current = _locked(endpoint)
+    _save(current, values)
+    return current
+
+
+@transaction.atomic
+def endpoint_staff_disable(*, endpoint: Endpoint, by: str) -> Endpoint:
+    """Disabled by staff (admin): only staff enable it again; `by` names who, in admin."""
+    current = _locked(endpoint)
+    reason = f"{STAFF_PREFIX}{by}."[: Endpoint._meta.get_field("disabled_reason").max_length]
+    if current.enabled or endpoint_disabled_by(current) != "staff":
+        _save(current, {"enabled": False, "disabled_reason": reason})
+    return current
+
+
+@transaction.atomic
+def endpoint_staff_enable(*, endpoint: Endpoint) -> Endpoint:
+    """Enabled by staff (admin), whoever disabled it; its failure count starts afresh."""
+    current = _locked(endpoint)
+    if not current.enabled:
+        _save(current, {"enabled": True, "disabled_reason": "", "failing_since": None})
+    return current
+
+
+def endpoint_disabled_by(endpoint: Endpoint) -> str | None:
+    """Who disabled the endpoint: `staff` (admin), `service` (every delivery failed for
+    WEBHOOK_DISABLE_AFTER), `key` (its API key paused it); None while it is enabled."""
+    if endpoint.enabled:
+        return None
+    if endpoint.disabled_reason.startswith(STAFF_PREFIX):
+        return "staff"
+    if endpoint.disabled_reason.startswith(FAILING_PREFIX):
+        return "service"
+    return "key"
 
 
 def endpoint_secrets(endpoint: Endpoint, *, now: datetime | None = None) -> tuple[str, ...]:
@@ -308,10 +398,12 @@ def _endpoint_failed(endpoint: Endpoint, *, at: datetime, now: datetime) -> None
         Endpoint.objects.filter(id=endpoint.id, failing_since__isnull=True).update(failing_since=at)
         return
     if (now - since).total_seconds() >= settings.WEBHOOK_DISABLE_AFTER and endpoint.enabled:
-        endpoint.enabled = False
-        endpoint.disabled_reason = "Every delivery failed for "
-        endpoint.disabled_reason += f"{settings.WEBHOOK_DISABLE_AFTER / 86400:g} days."
-        endpoint.save(update_fields=["enabled", "disabled_reason", "updated_at"])
+        # Read again, locked: disabled meanwhile (staff, its key) it stays as they left it.
+        current = Endpoint.objects.select_for_update(no_key=True).filter(id=endpoint.id).first()
+        if current is None or not current.enabled:
+            return
+        days = settings.WEBHOOK_DISABLE_AFTER / 86400
+        _save(current, {"enabled": False, "disabled_reason": f"{FAILING_PREFIX}{days:g} days."})
         logger.warning("webhook endpoint disabled", extra={"endpoint": endpoint.public_id})
 
 
@@ -327,7 +419,10 @@ def delivery_signed(delivery: Delivery) -> Signed:
 
 
 def endpoint_test(*, endpoint: Endpoint) -> Attempt:
-    """A `ping` delivered to the endpoint at once, in the caller's thread; its attempt."""
+    """A `ping` delivered to the endpoint at once, in the caller's thread; its attempt.
+    StaffOnly while staff have it disabled: nothing is sent to it until they enable it."""
+    if endpoint_disabled_by(endpoint) == "staff":
+        raise StaffOnly(STAFF_ONLY_MESSAGE)
     with transaction.atomic():
         event = outbox_ping(endpoint=endpoint)
         delivery = Delivery.objects.create(

@@ -16,7 +16,14 @@ from core.api.schema import OPTIONAL_API_KEY, error_responses
 from core.api.throttling import client_ident
 from core.errors import InvalidInput, NotFound, Unavailable
 from stream.feed import feed_high
-from stream.grants import GRANT_HEADER, SCOPE_KEY, UNAVAILABLE, Grant, grant_issue
+from stream.grants import (
+    GRANT_HEADER,
+    SCOPE_KEY,
+    UNAVAILABLE,
+    Grant,
+    grant_issue,
+    grants_expire,
+)
 from stream.slots import slot_acquire
 from webhooks.outbox import TYPES, Filters
 
@@ -170,6 +177,7 @@ class StreamEventsView(APIView):
                 "route /stream/ to it."
             )
         filters, cursor = _filters(request.query_params), _cursor(request)
+        grants_expire()  # the slots of connects whose client went away are free again
         slot = slot_acquire(client_ident(request))
         response = HttpResponse(status=200, content_type="text/event-stream; charset=utf-8")
         response["Cache-Control"] = "no-cache"

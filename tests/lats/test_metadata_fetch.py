@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from core import outbound
 from core.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 from lats import metadata
 from lats.metadata import MetadataUnavailable, metadata_fetch
@@ -230,6 +231,11 @@ def test_bad_urls_are_refused(settings, uri, message):
         ["64:ff9b::a00:1"],  # NAT64 of 10.0.0.1
         ["2002:a00:1::1"],  # 6to4 of 10.0.0.1
         ["224.0.0.1"],
+        ["::127.0.0.1"],  # IPv4-compatible (deprecated, RFC 4291)
+        ["::ffff:0:127.0.0.1"],  # IPv4-translated (SIIT, RFC 2765)
+        ["64:ff9b:1::a00:1"],  # local-use NAT64 (RFC 8215)
+        ["64:ff9b:1::808:808"],  # the same prefix: not a public route, whatever follows
+        ["fec0::1"],  # site-local (deprecated, RFC 3879)
     ],
 )
 def test_host_resolving_to_a_private_address_is_refused(settings, resolver, addresses):
@@ -238,6 +244,20 @@ def test_host_resolving_to_a_private_address_is_refused(settings, resolver, addr
     with pytest.raises(MetadataUnavailable) as caught:
         metadata_fetch("https://avs.example/meta.json")
     assert str(caught.value) == "the metadata host 'avs.example' is not a public address"
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "8.8.8.8",
+        "2606:4700:4700::1111",  # global unicast
+        "::ffff:8.8.8.8",  # IPv4-mapped, of a public address
+        "64:ff9b::808:808",  # the well-known NAT64 prefix, of a public address
+        "2002:808:808::1",  # 6to4 of a public address
+    ],
+)
+def test_public_addresses_in_each_form_are_public(address):
+    assert outbound.is_public(address)
 
 
 def test_loopback_server_is_not_reached_when_private_hosts_are_refused(serve, settings):

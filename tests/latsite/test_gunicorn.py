@@ -1,10 +1,13 @@
 """The Procfile's web process answers gunicorn's own errors (a request it refuses before Django
-sees it) in the API's JSON error body: a request line over the limit is a 414 `bad_request`."""
+sees it) in the API's JSON error body, with an X-Request-ID as every answer: a request line over
+the limit is a 414 `bad_request`, header fields over the limit a 431, a malformed request a
+400."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import re
 import shlex
 import socket
 import subprocess
@@ -33,15 +36,18 @@ def web() -> str:
     command[0] = str(Path(sys.executable).with_name(command[0]))  # the venv's gunicorn
     process = subprocess.Popen(command, cwd=REPO, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            try:  # the worker answers (it loads the application after the port listens)
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                connection.request("GET", "/version")
+                connection.getresponse().read()
+                connection.close()
                 break
             except OSError:
                 time.sleep(0.1)
         else:
-            pytest.fail("the web process did not listen")
+            pytest.fail("the web process did not answer")
         yield f"127.0.0.1:{port}"
     finally:
         process.terminate()
@@ -58,6 +64,23 @@ def get(web: str, path: str) -> tuple[int, str, dict]:
         connection.close()
 
 
+def raw_answer(web: str, request: bytes) -> tuple[int, dict[str, str], dict]:
+    """The answer to bytes sent as they are: its status, headers (lower-case names), JSON."""
+    host, port = web.split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {}
+    for line in lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return int(status_line.split()[1]), headers, json.loads(body)
+
+
 def test_a_uri_too_long_for_gunicorn_is_a_414_in_the_error_body(web):
     status, content_type, body = get(web, "/lat?" + "a=1&" * 3000)  # 12,000 bytes
     assert (status, content_type) == (414, "application/json")
@@ -70,3 +93,32 @@ def test_a_uri_within_the_limit_reaches_django(web):
     status, content_type, body = get(web, "/no-such-path?" + "a=1&" * 100)
     assert (status, content_type) == (404, "application/json")
     assert body["error"]["code"] == "not_found"
+
+
+NEW_REQUEST_ID = re.compile(r"[0-9a-f]{32}")  # core.logs.new_request_id
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"GET /lat?" + b"a=1&" * 3000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+        (b"GET /lat HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n", 431),
+        (b"GET /lat HTTP/1.1\r\nHost: x\r\n" + b"X-A: 1\r\n" * 101 + b"\r\n", 431),
+        (b"GET /lat HTTP/1.1\r\nHost: x\r\nBad Name: 1\r\n\r\n", 400),
+        (b"NOT-HTTP\r\n\r\n", 400),
+    ],
+    ids=["request-line", "header-field", "header-count", "header-name", "request-line-garbled"],
+)
+def test_gunicorns_own_refusals_carry_a_new_request_id(web, request_bytes, status):
+    """The schema promises X-Request-ID on every answer; gunicorn's refusals make a new one
+    (the request was not read, so the caller's is not taken)."""
+    seen = set()
+    for _ in range(2):
+        answered, headers, body = raw_answer(
+            web, request_bytes.replace(b"Host: x", b"Host: x\r\nX-Request-ID: mine")
+        )
+        assert (answered, headers["content-type"]) == (status, "application/json")
+        assert body["error"]["code"] == "bad_request"
+        assert NEW_REQUEST_ID.fullmatch(headers["x-request-id"])
+        seen.add(headers["x-request-id"])
+    assert len(seen) == 2  # a new id per answer

@@ -378,3 +378,53 @@ def test_a_webhook_dispatcher_behind_is_degraded(api, world, settings):
     webhooks = body["checks"]["webhooks"]
     assert (webhooks["status"], webhooks["pendingEvents"]) == ("lagging", 1)
     assert 90 <= webhooks["oldestPendingSeconds"] <= 95
+
+
+def test_only_deliveries_that_can_be_sent_are_a_webhook_backlog(api, world, settings):
+    """Deliveries of a disabled endpoint, of a revoked key's and of an expired key's endpoints
+    wait for them to be enabled again: none is a backlog (extensions.md, Retention). One due
+    to an enabled endpoint of a valid key is."""
+    from rest_framework_api_key.models import APIKey
+
+    from webhooks.models import Delivery, Endpoint, OutboxEvent
+
+    settings.WEBHOOK_LAG_ALERT_SECONDS = 60
+    now = timezone.now()
+    event = OutboxEvent.objects.create(
+        event_id="evt_1", type="deposit", payload={}, fanned_out_at=now
+    )
+    valid, _ = APIKey.objects.create_key(name="valid")
+    revoked, _ = APIKey.objects.create_key(name="revoked", revoked=True)
+    expired, _ = APIKey.objects.create_key(
+        name="expired", expiry_date=now - dt.timedelta(minutes=1)
+    )
+    later, _ = APIKey.objects.create_key(name="expires later", expiry_date=now + dt.timedelta(1))
+
+    def pending(key, *, enabled: bool = True, waited: float = 3600) -> Delivery:
+        endpoint = Endpoint.objects.create(
+            public_id=f"wh_{key.name}_{enabled}",
+            api_key=key,
+            url="https://receiver.example/hook",
+            enabled=enabled,
+            secret="whsec_x",
+        )
+        return Delivery.objects.create(
+            endpoint=endpoint, event=event, next_attempt_at=now - dt.timedelta(seconds=waited)
+        )
+
+    pending(valid, enabled=False)
+    pending(revoked)
+    pending(expired)
+    body = api.get("/health").json()
+    assert body["checks"]["webhooks"] == WEBHOOKS_IDLE
+    assert body["status"] == "ok"
+
+    pending(later, waited=90)  # an expiry still ahead: sendable, and late
+    body = api.get("/health").json()
+    webhooks = body["checks"]["webhooks"]
+    assert (body["status"], webhooks["status"], webhooks["pendingDeliveries"]) == (
+        "degraded",
+        "lagging",
+        1,
+    )
+    assert 90 <= webhooks["oldestPendingSeconds"] <= 95

@@ -9,6 +9,7 @@ import logging
 import pytest
 from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 from rest_framework_api_key.models import APIKey
 
@@ -17,7 +18,8 @@ from tests.webhooks.conftest import register
 from tests.webhooks.receivers import Answer
 from tests.webhooks.test_delivery import announce
 from webhooks.dispatcher import Dispatcher
-from webhooks.models import Delivery
+from webhooks.models import Delivery, Endpoint, OutboxEvent
+from webhooks.services import outbox_fan_out
 
 pytestmark = pytest.mark.django_db
 
@@ -41,6 +43,27 @@ def test_metrics_count_outcomes_and_show_the_queue(keyed, receiver):
     assert delta(before, after, "lat_webhook_attempt_duration_seconds_count") == 3
     assert value(after, "lat_webhook_queue_depth", stage="outbox") == 0
     assert value(after, "lat_webhook_queue_depth", stage="deliveries") == 0
+
+
+def test_deliveries_that_cannot_be_sent_are_held_not_queued(keyed, key, receiver):
+    """A disabled endpoint's deliveries, and those of a revoked key's endpoint, are `held`."""
+    paused = register(keyed, receiver().url())
+    register(keyed, receiver().url())
+    keyed.patch(f"/webhooks/{paused['id']}", {"enabled": False}, format="json")
+    announce(1)
+    outbox_fan_out()  # to the enabled endpoint only
+    Delivery.objects.create(
+        endpoint=Endpoint.objects.get(public_id=paused["id"]),
+        event=OutboxEvent.objects.get(),
+        next_attempt_at=timezone.now(),
+    )
+    queued = scrape()
+    assert value(queued, "lat_webhook_queue_depth", stage="deliveries") == 1
+    assert value(queued, "lat_webhook_queue_depth", stage="held") == 1
+    APIKey.objects.filter(id=key[0].id).update(revoked=True)
+    revoked = scrape()
+    assert value(revoked, "lat_webhook_queue_depth", stage="deliveries") == 0
+    assert value(revoked, "lat_webhook_queue_depth", stage="held") == 2
 
 
 def test_attempts_are_logged_with_the_event_and_delivery_ids(keyed, receiver, caplog):

@@ -55,7 +55,10 @@ class WebhookCreateRequestSerializer(serializers.Serializer):
 class WebhookUpdateRequestSerializer(WebhookCreateRequestSerializer):
     url = serializers.CharField(max_length=2000, required=False, help_text=_URL_HELP)
     enabled = serializers.BooleanField(
-        required=False, help_text="false: nothing is sent to the endpoint until it is true."
+        required=False,
+        help_text="false: the endpoint is paused; events that happen while it is paused are "
+        "never sent to it. true: enabled again (a 403 for an endpoint the service's staff "
+        "disabled: only they enable it).",
     )
 
 
@@ -68,8 +71,9 @@ class WebhookSerializer(serializers.Serializer):
     description = serializers.CharField(read_only=True)
     enabled = serializers.BooleanField(
         read_only=True,
-        help_text="false when disabled by its key, or by the service after every delivery "
-        "failed for 3 days.",
+        help_text="false when paused by its key, disabled by the service after every delivery "
+        "failed for 3 days (its key may enable it again), or disabled by the service's staff "
+        "(only they enable it again).",
     )
     createdAt = serializers.DateTimeField(read_only=True)
 

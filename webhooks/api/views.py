@@ -38,6 +38,19 @@ _DELIVERY_PATH = OpenApiParameter(
 )
 _WRITE_ERRORS = ("bad_request", "unprocessable_entity")
 _NO_CONTENT = OpenApiResponse(description="Deleted.")
+_STAFF_ONLY = (
+    " Also `forbidden` for an endpoint the service's staff disabled: only they enable it "
+    "again, and nothing is sent to it meanwhile."
+)
+
+
+def _staff_only(responses: dict[int, OpenApiResponse], what: str) -> dict[int, OpenApiResponse]:
+    """The operation's responses, its 403 also saying what an endpoint staff disabled refuses."""
+    forbidden = responses[403]
+    described = OpenApiResponse(
+        forbidden.response, description=f"{forbidden.description} {what}{_STAFF_ONLY}"
+    )
+    return {**responses, 403: described}
 
 
 def _schema(**kwargs: Any):
@@ -139,12 +152,21 @@ class WebhookDetailView(_KeyedView):
     @_schema(
         operation_id="webhooks_update",
         summary="Change a webhook endpoint",
-        description="Members left out keep their values; `url` is checked as at creation.",
+        description=(
+            "Members left out keep their values; `url` is checked as at creation. Only the "
+            "members given are written: a secret rotation, or the service disabling the "
+            "endpoint, that happens meanwhile stays. `enabled: false` pauses the endpoint: "
+            "events that happen while it is paused are never sent to it, even once it is "
+            "enabled again (read them from `GET /lat/{address}/events` or a stream's cursor); "
+            "deliveries already pending wait, and go once it is. An endpoint the service's "
+            "staff disabled is enabled again by staff only: `enabled: true` is then a 403 "
+            "(`forbidden`) and nothing of the request is applied."
+        ),
         parameters=[_ID_PATH],
         request=s.WebhookUpdateRequestSerializer,
         responses={
             200: s.WebhookResponseSerializer,
-            **error_responses("not_found", *_WRITE_ERRORS),
+            **_staff_only(error_responses("not_found", *_WRITE_ERRORS), "Here: `enabled: true`."),
         },
     )
     def patch(self, request, id: str):
@@ -194,13 +216,14 @@ class WebhookTestView(_KeyedView):
         description=(
             "Delivers a `ping` (`data`: `{endpoint}`) at once and answers with that attempt "
             "(within the 10 s an attempt may take). A ping that fails is retried like any "
-            "delivery."
+            "delivery. An endpoint its key paused is sent the ping; one the service's staff "
+            "disabled is not (403)."
         ),
         parameters=[_ID_PATH],
         request=None,
         responses={
             200: s.WebhookTestResponseSerializer,
-            **error_responses("bad_request", "not_found"),
+            **_staff_only(error_responses("bad_request", "not_found"), "Here: the ping."),
         },
     )
     def post(self, request, id: str):

@@ -20,12 +20,14 @@ a stream is its queue (references to messages every stream shares) and the socke
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from django.conf import settings
 
+from core.api.errors import error_body
 from stream import telemetry
 from stream.feed import FeedExpired, feed_backlog, feed_expired, reset_frame
 from stream.grants import GRANT_HEADER, SCOPE_KEY, UNAVAILABLE, Grant, grant_take
@@ -62,24 +64,44 @@ class StreamApplication:
             answer.append(message)
 
         await self.django({**scope, SCOPE_KEY: ready}, receive, held)
-        start, grant = _granted(answer[0]) if answer else ({}, None)
-        if grant is None:
+        start, grant, named = _granted(answer[0]) if answer else ({}, None, False)
+        if grant is not None:
+            await _serve(grant, start, receive, send)
+        elif named:  # granted, but the grant lapsed before it was taken (a stalled process)
+            await _lapsed(start, send)
+        else:
             for message in answer:
                 await send(message)
-            return
-        await _serve(grant, start, receive, send)
 
 
-def _granted(start: dict[str, Any]) -> tuple[dict[str, Any], Grant | None]:
-    """The response's start without the grant header (and the empty body's length), and the
-    grant it names, if any."""
-    headers, grant = [], None
+def _granted(start: dict[str, Any]) -> tuple[dict[str, Any], Grant | None, bool]:
+    """The response's start without the grant header (and the empty body's length), the grant
+    it names (None where none, or one that lapsed), and whether it named one."""
+    headers, grant, named = [], None, False
     for name, value in start.get("headers", []):
         if name.lower() == _GRANT:
-            grant = grant_take(value.decode())
+            grant, named = grant_take(value.decode()), True
         elif name.lower() != b"content-length":
             headers.append((name, value))
-    return {**start, "headers": headers}, grant
+    return {**start, "headers": headers}, grant, named
+
+
+async def _lapsed(start: dict[str, Any], send: Send) -> None:
+    """The error body in place of a stream whose grant lapsed: the client reconnects."""
+    body = json.dumps(
+        error_body(
+            "internal_server_error",
+            "The stream could not be opened in time; reconnect (with Last-Event-ID to resume).",
+        )
+    ).encode()
+    headers = [
+        (name, value)
+        for name, value in start["headers"]
+        if name.lower() not in (b"content-type", b"cache-control", b"x-accel-buffering")
+    ]
+    headers += [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({**start, "status": 500, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _serve(grant: Grant, start: dict[str, Any], receive: Callable, send: Send) -> None:

@@ -85,3 +85,29 @@ def first_block_with_code(gateway: Gateway, address: str, *, high: int) -> int |
         else:
             lo = middle + 1
     return lo
+
+
+def first_block_with_state(gateway: Gateway, address: str, *, low: int, high: int) -> int | None:
+    """The first block of [low, high] whose state the node keeps (a node that is not an archive
+    prunes what is older: it refuses eth_getCode there), or None when it refuses even `high`. A
+    bisection: a node keeps the state of every block after the first it keeps."""
+
+    def kept(block: int) -> bool:
+        try:
+            gateway.code_at(address, block=block)
+        except ChainUnavailable as exc:
+            if not exc.refused:
+                raise
+            return False
+        return True
+
+    if not kept(high):
+        return None
+    lo, hi = low, high  # not kept below lo (or lo is `low`); kept at hi
+    while lo < hi:
+        middle = (lo + hi) // 2
+        if kept(middle):
+            hi = middle
+        else:
+            lo = middle + 1
+    return lo

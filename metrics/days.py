@@ -15,12 +15,14 @@ ended since. Both paths are this one.
 
 A day whose row lacks a strategy or a token that a submission paying it needs (a retroactive
 submission arrived later) is read again; a reorg moves the days after its fork back
-(metrics/avs.py)."""
+(metrics/avs.py). A node that is not an archive keeps no state of the older days: those are left
+unread (and named in the LAT's gaps), the days it keeps are read, and every run tries again."""
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal
@@ -29,9 +31,9 @@ from django.db import transaction
 
 from chain import eigenlayer
 from chain.abi import function
-from chain.errors import ChainCallReverted
+from chain.errors import ChainCallReverted, ChainUnavailable
 from chain.gateway import Gateway
-from chain.history import blocks_before
+from chain.history import blocks_before, first_block_with_state
 from chain.results import Block, LatState, NodeState
 from core.addresses import ZERO_ADDRESS
 from lats.models import Lat, PriceFeed, Token
@@ -39,6 +41,8 @@ from lats.state import lat_state_at, unit_eth_price_at
 from lats.values import WAD_DECIMAL
 from metrics.models import AvsDay, AvsEvent, LatDay, RewardSubmission
 from metrics.timeline import day_range, day_start, last_complete_day, utc_day
+
+logger = logging.getLogger(__name__)
 
 KEEP_DAYS = 365  # the longest APY window
 
@@ -113,6 +117,60 @@ def day_blocks(
     return {d: found[day_start(d)] for d in days}
 
 
+@dataclass
+class DaysRead:
+    """What a run of the days' update did: how many days it read, and which it could not (the
+    node keeps no state that old)."""
+
+    read: int = 0
+    unread: list[date] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.read)
+
+
+def read_days(
+    gateway: Gateway,
+    address: str,
+    days: Sequence[date],
+    blocks: dict[date, Block],
+    head: Block,
+    read_one: Callable[[date], None],
+) -> DaysRead:
+    """`read_one(day)` for each day, oldest first. Where the node refuses a day's state, the
+    first block whose state it keeps is found (at `address`) and the days before it are left
+    unread; any other failure is raised."""
+    out = DaysRead()
+    first_kept: int | None = None
+    for day in days:
+        if first_kept is not None and blocks[day].number < first_kept:
+            out.unread.append(day)
+            continue
+        try:
+            read_one(day)
+        except ChainUnavailable as exc:
+            if not exc.refused or first_kept is not None:
+                raise
+            first_kept = first_block_with_state(
+                gateway, address, low=blocks[day].number, high=head.number
+            )
+            if first_kept is None or first_kept <= blocks[day].number:
+                raise
+            out.unread.append(day)
+            continue
+        out.read += 1
+    if out.unread:
+        logger.warning(
+            "%s: the node keeps no state before block %s: %s day(s) from %s to %s not read",
+            address,
+            first_kept,
+            len(out.unread),
+            out.unread[0],
+            out.unread[-1],
+        )
+    return out
+
+
 # --- who is registered ----------------------------------------------------------------------
 
 
@@ -155,15 +213,15 @@ class Registrations:
 # --- the AVS's days -------------------------------------------------------------------------
 
 
-def avs_days_update(*, lat: Lat, gateway: Gateway, head: Block) -> int:
+def avs_days_update(*, lat: Lat, gateway: Gateway, head: Block) -> DaysRead:
     """Read the AVS's days that ended and are not stored (or lack a strategy); call holding the
-    AVS's lock (metrics/avs.py). Returns how many were read."""
+    AVS's lock (metrics/avs.py)."""
     lats = list(Lat.objects.filter(avs_id=lat.avs_id).order_by("deployment_block"))
     low = gateway.block(lats[0].deployment_block)
     first_day = utc_day(low.timestamp) + timedelta(days=1)
     days = window(head, first_day)
     if not days:
-        return 0
+        return DaysRead()
     submissions = submissions_paying(lat.avs_id, days[0], days[-1])
     needs = needs_by_day(submissions, days, kinds={RewardSubmission.Kind.AVS})
     for need in needs.values():
@@ -174,12 +232,14 @@ def avs_days_update(*, lat: Lat, gateway: Gateway, head: Block) -> int:
     }
     todo = days_to_read(days, stored, needs)
     if not todo:
-        return 0
+        return DaysRead()
     blocks = day_blocks(gateway, todo, low=low, head=head)
     registrations = Registrations.of_avs(lat.avs_id)
-    for day in todo:
+
+    def read_one(day: date) -> None:
         _avs_day(lat, gateway, day, blocks[day], registrations, sorted(needs[day].strategies))
-    return len(todo)
+
+    return read_days(gateway, lat.proxy_address, todo, blocks, head, read_one)
 
 
 def _avs_day(
@@ -223,14 +283,14 @@ def _avs_day(
 # --- the LAT's days -------------------------------------------------------------------------
 
 
-def lat_days_update(*, lat: Lat, gateway: Gateway, head: Block) -> int:
+def lat_days_update(*, lat: Lat, gateway: Gateway, head: Block) -> DaysRead:
     """Read the LAT's days that ended and are not stored (or lack a strategy or a price a
-    submission paying them needs). Returns how many were read."""
+    submission paying them needs)."""
     low = gateway.block(lat.deployment_block)
     first_day = utc_day(low.timestamp) + timedelta(days=1)
     days = window(head, first_day)
     if not days:
-        return 0
+        return DaysRead()
     submissions = submissions_paying(lat.avs_id, days[0], days[-1])
     needs = needs_by_day(submissions, days, kinds={RewardSubmission.Kind.OPERATOR_DIRECTED})
     stored = {
@@ -239,13 +299,15 @@ def lat_days_update(*, lat: Lat, gateway: Gateway, head: Block) -> int:
     }
     todo = days_to_read(days, stored, needs)
     if not todo:
-        return 0
+        return DaysRead()
     blocks = day_blocks(gateway, todo, low=low, head=head)
-    for day in todo:
+
+    def read_one(day: date) -> None:
         reading = _lat_day(lat, gateway, blocks[day], needs[day])
         with transaction.atomic():
             LatDay.objects.update_or_create(lat=lat, day=day, defaults=reading)
-    return len(todo)
+
+    return read_days(gateway, lat.proxy_address, todo, blocks, head, read_one)
 
 
 def _lat_day(lat: Lat, gateway: Gateway, block: Block, needs: Needs) -> dict:

@@ -6,14 +6,18 @@ fork back (metrics/avs.py). The rates endpoint and `nativeApy` read them."""
 
 from __future__ import annotations
 
+import logging
+
 from chain.abi import function
-from chain.errors import ChainCallReverted
+from chain.errors import ChainCallReverted, ChainUnavailable
 from chain.gateway import Gateway
-from chain.history import blocks_before
+from chain.history import blocks_before, first_block_with_state
 from chain.results import Block
 from lats.models import Lat
 from metrics.models import RatePoint
 from metrics.timeline import HOUR, as_datetime, hour_of
+
+logger = logging.getLogger(__name__)
 
 # Hours read per round (block search, reads, one INSERT).
 HOURS_PER_ROUND = 2_000
@@ -35,7 +39,7 @@ def rates_update(*, lat: Lat, gateway: Gateway, head: Block) -> int:
         chunk = hours[i : i + HOURS_PER_ROUND]
         ends = blocks_before(gateway, [h + HOUR for h in chunk], low=low, high=head)
         blocks = {h: ends[h + HOUR] for h in chunk}
-        totals = _totals(lat, gateway, {b.number for b in blocks.values()})
+        totals = _kept_totals(lat, gateway, blocks, head)
         points = [
             RatePoint(
                 lat=lat,
@@ -51,6 +55,28 @@ def rates_update(*, lat: Lat, gateway: Gateway, head: Block) -> int:
         stored += len(points)
         low = blocks[chunk[-1]]
     return stored
+
+
+def _kept_totals(lat: Lat, gateway: Gateway, blocks: dict[int, Block], head: Block):
+    """`_totals` at the blocks; where the node refuses one (a node that is not an archive keeps
+    no state that old), at those from the first block whose state it keeps."""
+    numbers = {b.number for b in blocks.values()}
+    try:
+        return _totals(lat, gateway, numbers)
+    except ChainUnavailable as exc:
+        if not exc.refused:
+            raise
+        first_kept = first_block_with_state(
+            gateway, lat.proxy_address, low=min(numbers), high=head.number
+        )
+        if first_kept is None or first_kept <= min(numbers):
+            raise
+    logger.warning(
+        "%s: the node keeps no state before block %s: rate points from there on",
+        lat.proxy_address,
+        first_kept,
+    )
+    return _totals(lat, gateway, {n for n in numbers if n >= first_kept})
 
 
 def _totals(lat: Lat, gateway: Gateway, blocks: set[int]) -> dict[int, tuple[int, int]]:

@@ -4,7 +4,8 @@ LAT's metric snapshot with its APY windows."""
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from datetime import date, datetime, timedelta
 from decimal import Context, Decimal
 
 from django.conf import settings
@@ -23,7 +24,7 @@ from lats.sync_status import sync_status_recording, sync_status_success
 from lats.values import WAD_DECIMAL
 from metrics.apy import apy_gaps, lat_earnings, native_windows, rewards_windows
 from metrics.avs import avs_index
-from metrics.days import KEEP_DAYS, avs_days_update, lat_days_update
+from metrics.days import KEEP_DAYS, DaysRead, avs_days_update, lat_days_update
 from metrics.models import MetricSnapshot, UsdPrice
 from metrics.rates import rates_update
 from metrics.selectors import APY_WINDOWS, lat_tvl
@@ -92,19 +93,20 @@ def metrics_refresh(*, lat: Lat, gateway: Gateway | None = None) -> MetricSnapsh
     with sync_status_recording(lat=lat, job=SyncStatus.Job.SNAPSHOT):
         gateway = gateway or gateway_for(lat.chain_id)
 
-        read = []
+        days: list[DaysRead] = []
 
         def avs_days(head: Block) -> None:
-            read.append(avs_days_update(lat=lat, gateway=gateway, head=head))
+            days.append(avs_days_update(lat=lat, gateway=gateway, head=head))
 
         head = avs_index(lat=lat, gateway=gateway, then=avs_days).head
         if rewards_readable(lat):
-            read.append(lat_days_update(lat=lat, gateway=gateway, head=head))
-        read.append(rates_update(lat=lat, gateway=gateway, head=head))
+            days.append(lat_days_update(lat=lat, gateway=gateway, head=head))
+        points = rates_update(lat=lat, gateway=gateway, head=head)
         usd_price_update(chain_id=lat.chain_id, gateway=gateway, block=head)
-        if any(read):
+        if points or any(days):
             documents_changed()  # days and rate points are written in bulk: no model signal
-        snapshot = snapshot_record(lat=lat, at=head.time)
+        unread = sorted({day for read in days for day in read.unread})
+        snapshot = snapshot_record(lat=lat, at=head.time, unread=unread)
     sync_status_success(lat=lat, job=SyncStatus.Job.SNAPSHOT, block=head.number)
     return snapshot
 
@@ -135,7 +137,7 @@ def usd_price_update(*, chain_id: int, gateway: Gateway, block: Block) -> None:
     model_update(row, values, also=("block_number", "updated_at"))
 
 
-def _windows(lat: Lat, links, tvl, now: datetime) -> tuple[dict, list[str]]:
+def _windows(lat: Lat, links, tvl, now: datetime, unread: Sequence[date]) -> tuple[dict, list[str]]:
     """The APY windows (decisions.md, Values; metrics/apy.py) and the rewards APY's gaps."""
     end = last_complete_day(int(now.timestamp()))
     base = _base_apy(links, tvl)
@@ -148,6 +150,12 @@ def _windows(lat: Lat, links, tvl, now: datetime) -> tuple[dict, list[str]]:
         earnings = lat_earnings(lat, days)
         rewards = rewards_windows(earnings, end)
         gaps = apy_gaps(lat, earnings, days[0])
+        if unread:
+            gaps.append(
+                f"{len(unread)} day(s) from {unread[0]} to {unread[-1]} could not be read: the "
+                "node keeps no state that old (an archive node reads a LAT's history); apy "
+                "counts the days read"
+            )
     apys = {}
     for window in APY_WINDOWS:
         reward = rewards[window]
@@ -161,18 +169,21 @@ def _windows(lat: Lat, links, tvl, now: datetime) -> tuple[dict, list[str]]:
 
 
 @transaction.atomic
-def snapshot_record(*, lat: Lat, at: datetime | None = None) -> MetricSnapshot:
+def snapshot_record(
+    *, lat: Lat, at: datetime | None = None, unread: Sequence[date] = ()
+) -> MetricSnapshot:
     """Record the LAT's metrics at `at` (one snapshot an hour, the latest wins) and its APY
     windows (decisions.md, Values; metrics/apy.py): `nativeApy` from the exchange rate's
     growth, `baseApy` from the tokens' own yield, `apy` as EigenLayer splits the AVS's rewards,
     `totalApy` = `apy` + `baseApy`, each over whole UTC days ending with the last complete one.
-    The snapshot carries the `current` window."""
+    The snapshot carries the `current` window; `unread` are the days whose state the node did
+    not keep (named in the gaps)."""
     now = at or timezone.now()
     hour = now.replace(minute=0, second=0, microsecond=0)
     lat = Lat.objects.get(pk=lat.pk)
     links = token_links(lat_ids=[lat.id]).get(lat.id, [])
     tvl = lat_tvl(lat=lat, links=links)
-    apys, gaps = _windows(lat, links, tvl, now)
+    apys, gaps = _windows(lat, links, tvl, now, unread)
     holders, ever = HolderTally.objects.filter(lat=lat).values_list("holders", "ever").first() or (
         0,
         0,

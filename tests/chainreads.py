@@ -15,26 +15,44 @@ def hexstr(value: Any) -> str:
 
 
 def chain_submissions(chain) -> set[tuple[str, int, int, str, int]]:
-    """(tx hash, log index, block, block hash, amount) of every AVS's submissions."""
+    """(tx hash, log index, block, block hash, amount) of every AVS's submissions the rewards APY
+    counts: AVS submissions (their amount) and operator-directed ones (the sum of what they pay
+    each operator)."""
     out = set()
     for manifest in chain.manifests:
         rc = chain.contract("RewardsCoordinator", manifest["eigenlayer"]["rewardsCoordinator"])
-        for log in rc.events.AVSRewardsSubmissionCreated.get_logs(
-            from_block=manifest["deploymentBlock"],
-            argument_filters={"avs": manifest["avsAddress"]},
-        ):
-            submission = log["args"]["rewardsSubmission"]
-            amount = submission["amount"] if hasattr(submission, "keys") else submission[2]
-            out.add(
-                (
-                    hexstr(log["transactionHash"]),
-                    log["logIndex"],
-                    log["blockNumber"],
-                    hexstr(log["blockHash"]),
-                    amount,
+        kinds = (
+            (rc.events.AVSRewardsSubmissionCreated, "rewardsSubmission", _avs_amount),
+            (
+                rc.events.OperatorDirectedAVSRewardsSubmissionCreated,
+                "operatorDirectedRewardsSubmission",
+                _operator_directed_amount,
+            ),
+        )
+        for event, field, amount in kinds:
+            for log in event.get_logs(
+                from_block=manifest["deploymentBlock"],
+                argument_filters={"avs": manifest["avsAddress"]},
+            ):
+                out.add(
+                    (
+                        hexstr(log["transactionHash"]),
+                        log["logIndex"],
+                        log["blockNumber"],
+                        hexstr(log["blockHash"]),
+                        amount(log["args"][field]),
+                    )
                 )
-            )
     return out
+
+
+def _avs_amount(submission) -> int:
+    return submission["amount"] if hasattr(submission, "keys") else submission[2]
+
+
+def _operator_directed_amount(submission) -> int:
+    rewards = submission["operatorRewards"] if hasattr(submission, "keys") else submission[2]
+    return sum(r["amount"] if hasattr(r, "keys") else r[1] for r in rewards)
 
 
 def chain_deposit_keys(chain) -> list[tuple[int, int, str, str]]:

@@ -7,6 +7,7 @@ Only the faults a real node cannot be made to produce (garbage, silence) use a f
 
 from __future__ import annotations
 
+import datetime as dt
 import http.server
 import json
 import socketserver
@@ -21,10 +22,12 @@ from django.core.management import call_command
 from activity.indexer import deposit_index
 from chain import gateway as gateway_module
 from chain.errors import ChainUnavailable
+from chain.history import first_block_with_state
 from deposits.models import Deposit, DepositCheckpoint
 from devchain.anvil import start_anvil
 from devchain.devnet import connect, deposit_many, make_deposits, write_manifests
 from lats.models import Lat, LatToken, SyncStatus
+from metrics.models import LatDay, MetricSnapshot, RatePoint
 from operators.models import NodeAsset, StakerNode
 from sync.refresh import refresh_state
 from tests.storedcounts import assert_deposit_counts_match_rows
@@ -258,6 +261,41 @@ def test_bad_node_fails_cleanly_and_the_next_run_recovers(imported, spare, setti
     refresh_state(lat=lat)
     assert deposit_index(lat=lat).new == 1
     assert SyncStatus.objects.get(lat=lat, job="deposits").last_error == ""
+
+
+def test_a_node_that_keeps_no_history_reads_what_it_keeps_and_names_the_days_it_cannot(
+    imported, spare
+):
+    """The spare node is loaded from a state dump: it keeps the state of its head only, as a
+    node that prunes history keeps only its recent blocks. The snapshot job still records the
+    LAT (no failure), reads no past day or hour, and the LAT's gaps name the days it could not
+    read: every whole UTC day from the LAT's first to the last that ended."""
+    w3 = connect(spare.url)
+    head = w3.eth.get_block("latest")
+    manifest = imported.lat("latETH")
+    deployed = w3.eth.get_block(manifest["deploymentBlock"])  # block headers are kept
+    first = dt.datetime.fromtimestamp(deployed["timestamp"], dt.UTC).date() + dt.timedelta(days=1)
+    last = dt.datetime.fromtimestamp(head["timestamp"], dt.UTC).date() - dt.timedelta(days=1)
+    lat = Lat.objects.get(proxy_address=manifest["proxyAddress"])
+
+    status = SyncStatus.objects.get(lat=lat, job="snapshot")
+    assert status.last_error == ""
+    assert status.consecutive_failures == 0
+    assert MetricSnapshot.objects.filter(lat=lat).exists()
+    assert not LatDay.objects.filter(lat=lat).exists()
+    assert not RatePoint.objects.filter(lat=lat).exists()
+    days = (last - first).days + 1
+    assert days >= 5  # the devnet's days of history
+    assert any(
+        gap.startswith(f"{days} day(s) from {first} to {last} could not be read")
+        for gap in lat.apy_gaps
+    ), lat.apy_gaps
+
+    gateway = gateway_module.gateway_for_url(spare.url, timeout=10)
+    assert (
+        first_block_with_state(gateway, manifest["proxyAddress"], low=0, high=head["number"])
+        == head["number"]
+    )
 
 
 def test_sync_command_reports_failure_per_lat(imported, settings, capsys):

@@ -40,8 +40,10 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")  # well-known NAT64 (RFC 6052): ju
 # IPv6 beyond the embedding forms above: only global unicast space (RFC 4291, IANA) can be a
 # public address. Python's ipaddress (3.11) calls global some blocks that are not, each outside
 # it: IPv4-compatible ::/96 (::127.0.0.1), IPv4-translated ::ffff:0:0:0/96, local-use NAT64
-# 64:ff9b:1::/48, site-local fec0::/10.
+# 64:ff9b:1::/48, site-local fec0::/10; and inside it, blocks it does not know are not global:
+# documentation 3fff::/20 (RFC 9637, after Python 3.11).
 _GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
+_NOT_GLOBAL = (ipaddress.ip_network("3fff::/20"),)
 
 
 class OutboundRefused(Exception):
@@ -145,7 +147,7 @@ def is_public(address: str) -> bool:
             embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
         if embedded is not None:
             return is_public(str(embedded))
-        if ip not in _GLOBAL_UNICAST:
+        if ip not in _GLOBAL_UNICAST or any(ip in block for block in _NOT_GLOBAL):
             return False
     return ip.is_global and not ip.is_multicast
 

@@ -236,6 +236,7 @@ def test_bad_urls_are_refused(settings, uri, message):
         ["64:ff9b:1::a00:1"],  # local-use NAT64 (RFC 8215)
         ["64:ff9b:1::808:808"],  # the same prefix: not a public route, whatever follows
         ["fec0::1"],  # site-local (deprecated, RFC 3879)
+        ["3fff::1"],  # documentation (RFC 9637)
     ],
 )
 def test_host_resolving_to_a_private_address_is_refused(settings, resolver, addresses):

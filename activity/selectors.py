@@ -13,6 +13,7 @@ from django.db import connection
 
 from core.addresses import checksum
 from core.errors import NotFound
+from core.replicas import reading
 from deposits.models import (
     HOLDER_BUCKET_BITS,
     DepositCheckpoint,
@@ -49,7 +50,7 @@ def holder_page(*, lat_address: str, skip: int, take: int) -> tuple[list[dict[st
     if connection.vendor != "postgresql":
         return _holder_page_sorted(lat_row(address=lat_address), skip, take)
     sql = _HOLDER_PAGE_SHALLOW if skip < SHALLOW_SKIP else _HOLDER_PAGE_DEEP
-    with connection.cursor() as cursor:
+    with reading().cursor() as cursor:
         cursor.execute(sql, {"lat": lat_address, "skip": skip, "take": take})
         rows = cursor.fetchall()
     if not rows:
@@ -169,7 +170,7 @@ def event_page(*, lat_address: str, query: EventQuery) -> EventPage:
         "after_log": 0 if after is None else after.log_index,
         "limit": query.take + 1,
     }
-    with connection.cursor() as cursor:
+    with reading().cursor() as cursor:
         cursor.execute(_EVENT_PAGE, params)
         found = cursor.fetchall()
     if not found:

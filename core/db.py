@@ -9,10 +9,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import NotSupportedError, connection, models
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.postgresql.base import (  # type: ignore[attr-defined]
     ServerBindingCursor,  # defined with psycopg 3, a dependency of the project
 )
 from psycopg.conninfo import make_conninfo
+
+from core.replicas import reading
 
 
 def fetch_prepared(sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
@@ -26,6 +29,7 @@ def fetch_prepared(sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> lis
     parameters' values come here (a LAT's address). Off for a pooler that cannot keep
     prepared statements per client (PgBouncer before 1.21, or without max_prepared_statements
     in transaction mode); elsewhere (SQLite) a plain execute."""
+    connection = reading()  # a replica where a read view chose one (core/replicas.py)
     prepared = connection.vendor == "postgresql" and settings.DB_PREPARED_STATEMENTS
     # Where Django logs queries (DEBUG, a test capturing them) the plain execute, whose log
     # shows the statement with its values (psycopg keeps no text of a prepared execution).
@@ -34,7 +38,7 @@ def fetch_prepared(sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> lis
             cursor.execute(sql, params)
             return cursor.fetchall()
     try:
-        return _fetch_prepared(sql, params)
+        return _fetch_prepared(connection, sql, params)
     except NotSupportedError as exc:
         if STALE_PLAN not in str(exc) or connection.in_atomic_block:
             raise
@@ -43,14 +47,16 @@ def fetch_prepared(sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> lis
     # (psycopg forgets its own on seeing DEALLOCATE ALL) and this one is prepared anew.
     with connection.cursor() as cursor:
         cursor.execute("DEALLOCATE ALL")
-    return _fetch_prepared(sql, params)
+    return _fetch_prepared(connection, sql, params)
 
 
 # PostgreSQL's error for a prepared statement whose result columns a DDL statement changed.
 STALE_PLAN = "cached plan must not change result type"
 
 
-def _fetch_prepared(sql: str, params: Sequence[Any] | dict[str, Any]) -> list[tuple]:
+def _fetch_prepared(
+    connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any] | dict[str, Any]
+) -> list[tuple]:
     connection.ensure_connection()
     connection.validate_thread_sharing()
     if connection.connection.prepare_threshold is None:

@@ -126,6 +126,20 @@ def rate_limit_rejected(scope: str) -> None:
     RATE_LIMIT_REJECTIONS.labels(scope).inc()
 
 
+# --- database reads (core/replicas.py) ----------------------------------------------------------
+
+DATABASE_READS = Counter(
+    "lat_database_reads",
+    "Read endpoint requests by the database that answered them: `primary` or a replica's "
+    "alias (replica1, ...).",
+    ["target"],
+)
+
+
+def database_read(target: str) -> None:
+    DATABASE_READS.labels(target).inc()
+
+
 # --- exposition ---------------------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
+from core.replicas import reading
 from deposits.models import (
     Deposit,
     DepositCheckpoint,
@@ -253,7 +254,7 @@ def _rows(
     sql = (
         _select(total_sql) + (f"WHERE {' AND '.join(clauses)} " if clauses else "") + _NEWEST_FIRST
     )
-    with connection.cursor() as cursor:
+    with reading().cursor() as cursor:
         cursor.execute(sql + " LIMIT %s OFFSET %s", [*params, limit, offset])
         return cursor.fetchall()
 
@@ -270,7 +271,7 @@ def _rows_from_position(
     clauses.append(f"{_KEY} <= (SELECT block_number, log_index, chain_id FROM start)")
     select = _select(total_sql)
     statement = f"WITH {sql}{select}WHERE {' AND '.join(clauses)} {_NEWEST_FIRST} LIMIT %s"
-    with connection.cursor() as cursor:
+    with reading().cursor() as cursor:
         cursor.execute(statement, [*params, *total_params, *filter_params, limit])
         return cursor.fetchall()
 
@@ -280,7 +281,7 @@ def deposit_key_at(position: int, *, lat_ids: list[int] | None = None) -> Deposi
     LAT or of `lat_ids`; None beyond the last. Two index walks in one statement: the LATs' span
     counts down to the span that holds it, then the listing's index within that span."""
     sql, params = _key_at_sql(position, lat_ids)
-    with connection.cursor() as cursor:
+    with reading().cursor() as cursor:
         cursor.execute(f"WITH {sql} SELECT block_number, log_index, chain_id FROM start", params)
         key = cursor.fetchone()
     return DepositKey(*key) if key else None
@@ -301,10 +302,10 @@ def _total(where: _Filter) -> int:
     counts = _counts_sql(where)
     if counts is None:
         clauses, params = where.where("d")
-        with connection.cursor() as cursor:
+        with reading().cursor() as cursor:
             cursor.execute(f"SELECT COUNT(*) FROM {_TABLE} d WHERE {' AND '.join(clauses)}", params)
             return cursor.fetchone()[0]
-    with connection.cursor() as cursor:
+    with reading().cursor() as cursor:
         cursor.execute(*counts)
         return int(cursor.fetchone()[0] or 0)
 

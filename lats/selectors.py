@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from django.db import connection
 from django.db.models import Prefetch, QuerySet
 
 from core.db import fetch_prepared
 from core.errors import NotFound
+from core.replicas import reading
 from lats.models import Avs, FeeStructure, Lat, LatToken, Token
 from lats.values import amount_for_one_lat, shares_for_one_token
 
@@ -224,7 +224,7 @@ def lat_records(*, address: str | None = None) -> list[LatRecord]:
     """Every LAT (or the one at `address`) with its tokens, in chain id, address order (one
     statement)."""
     where, params = ("WHERE l.proxy_address = %s", [address]) if address is not None else ("", [])
-    with connection.cursor() as cursor:
+    with reading().cursor() as cursor:
         cursor.execute(
             f"SELECT {RECORD_COLUMNS} FROM {RECORD_FROM} {where} ORDER BY {RECORD_ORDER}", params
         )

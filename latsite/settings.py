@@ -127,6 +127,24 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DB_CONN_HEALTH_CHECKS", d
 # The LAT list, LAT detail and deposit target statements prepared once per connection
 # (core.db.fetch_prepared); off for a pooler that cannot keep prepared statements per client.
 DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=True)
+# Read replicas (core/replicas.py): PostgreSQL streaming replicas of DATABASE_URL's database, as
+# database URLs (comma-separated; none by default). The read endpoints read from one that has
+# replayed what their data's generation names and lags under REPLICA_MAX_LAG_SECONDS, else from
+# the primary; everything else stays on the primary.
+for _i, _url in enumerate(env.list("DATABASE_REPLICA_URLS", default=[]), start=1):
+    DATABASES[f"replica{_i}"] = env.db_url_config(_url) | {
+        "CONN_MAX_AGE": DATABASES["default"]["CONN_MAX_AGE"],
+        "CONN_HEALTH_CHECKS": DATABASES["default"]["CONN_HEALTH_CHECKS"],
+        "TEST": {"MIRROR": "default"},
+    }
+DATABASE_ROUTERS = ["core.replicas.ReplicaRouter"]
+REPLICA_MAX_LAG_SECONDS = env.float("REPLICA_MAX_LAG_SECONDS", default=1.0)
+# How often a process asks each replica its replay position (seconds); sooner (at most every
+# REPLICA_RECHECK_SECONDS) when a read needs a position the replica had not replayed yet; a
+# replica that failed is asked again after REPLICA_RETRY_SECONDS.
+REPLICA_CHECK_SECONDS = env.float("REPLICA_CHECK_SECONDS", default=0.5)
+REPLICA_RECHECK_SECONDS = env.float("REPLICA_RECHECK_SECONDS", default=0.02)
+REPLICA_RETRY_SECONDS = env.float("REPLICA_RETRY_SECONDS", default=5.0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Cache and shared counters: Redis when REDIS_URL is set, local memory otherwise.

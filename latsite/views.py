@@ -202,6 +202,25 @@ class HealthWebhooksSerializer(serializers.Serializer):
     )
 
 
+class HealthReplicaSerializer(serializers.Serializer):
+    name = serializers.CharField(
+        help_text="The replica's name: replica1, replica2, ... in DATABASE_REPLICA_URLS' order."
+    )
+    status = serializers.ChoiceField(
+        ["ok", "down"], help_text="`down` when it did not answer, or answered as no replica."
+    )
+    error = serializers.CharField(
+        allow_null=True, help_text="Why it is down (the kind of failure), null when ok."
+    )
+    lagSeconds = serializers.FloatField(
+        allow_null=True,
+        help_text="Its replay lag now: 0 when it replayed all the WAL it received, else the age "
+        "of the last transaction it replayed; null when down. The read endpoints use a replica "
+        "only under REPLICA_MAX_LAG_SECONDS (default 1) and once it replayed the writes their "
+        "data's generation names.",
+    )
+
+
 class HealthChecksSerializer(serializers.Serializer):
     database = HealthDependencySerializer()
     redis = HealthDependencySerializer(
@@ -218,13 +237,20 @@ class HealthChecksSerializer(serializers.Serializer):
     webhooks = HealthWebhooksSerializer(
         allow_null=True, help_text="The webhook dispatcher's lag; null when the database is down."
     )
+    replicas = HealthReplicaSerializer(
+        many=True,
+        required=False,
+        help_text="Present only when read replicas are configured (DATABASE_REPLICA_URLS): each "
+        "one, checked now. One down makes `status` degraded; the reads go to the primary.",
+    )
 
 
 class HealthSerializer(serializers.Serializer):
     status = serializers.ChoiceField(
         ["ok", "degraded", "down"],
-        help_text="`down` (503) when the database cannot be reached; `degraded` (200) when Redis "
-        "or a chain's node is unreachable, a LAT lags or the webhook dispatcher lags; else `ok`.",
+        help_text="`down` (503) when the database cannot be reached; `degraded` (200) when Redis, "
+        "a read replica or a chain's node is unreachable, a LAT lags or the webhook dispatcher "
+        "lags; else `ok`.",
     )
     checks = HealthChecksSerializer()
 

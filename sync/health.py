@@ -52,6 +52,7 @@ from django.db.utils import load_backend
 from django.utils import timezone
 
 from core import redisguard
+from core.replicas import replica_aliases, replicas_health
 from lats.models import Lat, PriceFeed, SyncStatus
 from lats.sync_status import lat_gaps
 from webhooks.telemetry import queue_lag
@@ -310,8 +311,11 @@ def service_health() -> dict[str, Any]:
         }
     checks["chains"], checks["lats"] = _sync_checks()
     checks["webhooks"] = _webhooks_check()
+    if replica_aliases():
+        checks["replicas"] = replicas_health()
     degraded = (
         checks.get("redis", {}).get("status") == DOWN
+        or any(replica["status"] != OK for replica in checks.get("replicas", ()))
         or checks["webhooks"]["status"] != OK
         or any(chain["nodeAnswered"] is False for chain in checks["chains"])
         or any(lat["status"] != OK for lat in checks["lats"])

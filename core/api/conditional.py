@@ -28,15 +28,19 @@ use is revalidated at the service a cached answer never stands in for a key's ch
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from urllib.parse import urlencode
 
+from django.db import InterfaceError, OperationalError
 from django.http import HttpResponseNotModified
 from django.utils.http import parse_etags
 
-from core.api.documents import current_generation, generation_key
+from core.api.documents import current_generation, generation_key, generation_lsn
 from core.api.throttling import prefetched
 from core.release import release
+from core.replicas import choose_replica, reads_from
+from core.replicas import failed as replica_failed
 
 CACHE_CONTROL = "public, no-cache"
 CONDITIONAL_METHODS = frozenset({"GET", "HEAD"})
@@ -46,13 +50,20 @@ class NotModified(Exception):
     """Raised once the request has passed authentication and the rate limit: answer 304."""
 
 
-def entity_tag(request, extra: str = "") -> str:
-    """The weak ETag of the representation `request` asks for, at the current generation."""
+def entity_tag(request, extra: str = "", *, generation: str | None = None) -> str:
+    """The weak ETag of the representation `request` asks for, at `generation` (default: the
+    current one)."""
     query = urlencode(sorted(request.GET.lists()), doseq=True)
-    generation = current_generation(read=prefetched(request, generation_key()))
+    if generation is None:
+        generation = request_generation(request)
     parts = (generation, release(), request.path, query, extra)
     text = "\x1f".join(parts).encode("utf-8", "surrogateescape")
     return f'W/"{hashlib.blake2b(text, digest_size=16).hexdigest()}"'
+
+
+def request_generation(request) -> str:
+    """The data's current generation, as read ahead in the rate limit's round trip."""
+    return current_generation(read=prefetched(request, generation_key()))
 
 
 def none_match(header: str | None, etag: str) -> bool:
@@ -73,14 +84,34 @@ def _not_modified(response) -> HttpResponseNotModified:
     return answer
 
 
+class _ReplicaReadFailed(Exception):
+    """A read on a replica failed: the request is answered again from the primary."""
+
+
 class ConditionalReadMixin:
     """For a read APIView: ETag and Cache-Control on its 200s, 304 on a matching If-None-Match.
 
     A listed tag is answered before the view runs (it came from a 200 of this URL at this
-    generation); `*` after it, when the view found something to answer (RFC 9110 13.1.2)."""
+    generation); `*` after it, when the view found something to answer (RFC 9110 13.1.2).
+
+    Its reads go to a replica that has replayed the generation its ETag names, where one has
+    (core/replicas.py); a replica that fails mid-read leaves the request to the primary, which
+    answers it whole again."""
 
     _etag: str | None = None
     _any: bool = False
+    _replica: str | None = None
+    _primary_only: bool = False
+    _routing: contextlib.ExitStack | None = None
+
+    def dispatch(self, request, *args, **kwargs):
+        with contextlib.ExitStack() as self._routing:
+            try:
+                return super().dispatch(request, *args, **kwargs)
+            except _ReplicaReadFailed:
+                pass
+        self._primary_only, self._replica, self._routing = True, None, None
+        return super().dispatch(request, *args, **kwargs)
 
     def prefetch_cache_keys(self, request) -> list[str]:
         """Read with the rate limit's counters, in its one round trip to Redis."""
@@ -93,15 +124,23 @@ class ConditionalReadMixin:
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)  # authentication, permissions, rate limits
         if request.method in CONDITIONAL_METHODS:
-            self._etag = entity_tag(request, self.etag_extra(request))
+            generation = request_generation(request)
+            self._etag = entity_tag(request, self.etag_extra(request), generation=generation)
             header = request.META.get("HTTP_IF_NONE_MATCH")
             self._any = bool(header) and parse_etags(header) == ["*"]
             if none_match(header, self._etag):
                 raise NotModified
+            if not self._primary_only:
+                self._replica = choose_replica(generation_lsn(generation))
+            if self._routing is not None:
+                self._routing.enter_context(reads_from(self._replica))
 
     def handle_exception(self, exc):
         if isinstance(exc, NotModified):
             return HttpResponseNotModified()
+        if self._replica is not None and isinstance(exc, OperationalError | InterfaceError):
+            replica_failed(self._replica, exc)
+            raise _ReplicaReadFailed from exc
         return super().handle_exception(exc)
 
     def finalize_response(self, request, response, *args, **kwargs):

@@ -37,6 +37,7 @@ from django.core.cache import cache
 from django.db import connection, transaction
 
 from core import redisguard
+from core.replicas import current_lsn, parse_lsn
 
 logger = logging.getLogger(__name__)
 
@@ -56,10 +57,32 @@ def _keys(name: str) -> tuple[str, str]:
     return f"docs-generation:{database}", f"doc:{database}:{name}"
 
 
+def _token() -> str:
+    """A new generation token: random, and on PostgreSQL (outside a transaction: after the
+    write committed) `@` the primary's WAL position, which a replica must have replayed to
+    serve the reads of this generation (core/replicas.py)."""
+    token = uuid.uuid4().hex
+    lsn = current_lsn(connection)
+    return f"{token}@{lsn}" if lsn else token
+
+
+def generation_lsn(generation: str) -> int | None:
+    """The WAL position a generation (as `current_generation` names it) was made at, or None
+    where it names none (made inside a transaction, on SQLite, or this process's own)."""
+    if not generation.startswith("shared:"):
+        return None
+    _, at, lsn = generation.rpartition("@")
+    if not at:
+        return None
+    try:
+        return parse_lsn(lsn)
+    except ValueError:
+        return None
+
+
 def _set_generation(key: str) -> bool:
-    done = redisguard.call(
-        "document invalidation", lambda: cache.set(key, uuid.uuid4().hex, timeout=None)
-    )
+    token = _token()
+    done = redisguard.call("document invalidation", lambda: cache.set(key, token, timeout=None))
     return done is not redisguard.UNAVAILABLE
 
 
@@ -242,7 +265,7 @@ def current_generation(*, read: tuple[bool, Any] = (False, None)) -> str:
 
 def _new_generation(generation_key: str) -> str | None:
     """The current generation, created if there is none; None when Redis did not answer."""
-    candidate = uuid.uuid4().hex
+    candidate = _token()
 
     def create() -> str:
         cache.add(generation_key, candidate, timeout=None)

@@ -1,0 +1,186 @@
+"""Read replicas for real: the tests' own PostgreSQL primary and a streaming replica of it
+(tests/pgcluster.py), the Procfile's web process reading through DATABASE_REPLICA_URLS. The
+reads go to the replica once it replayed them, to the primary while it is held behind (replay
+paused) or stopped, and every answer holds every write made before it, whichever answered."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.pgcluster import PrimaryAndReplica
+from tests.ports import closed_port
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[PrimaryAndReplica]:
+    pair = PrimaryAndReplica()
+    try:
+        pair.start()
+        pair.primary.sql("CREATE DATABASE lat")
+        manage("migrate", "--noinput", database=pair.primary.url("lat"))
+        pair.caught_up()
+        yield pair
+    finally:
+        pair.close()
+
+
+def manage(*args: str, database: str, replica: str = "") -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env=os.environ | {"DATABASE_URL": database, "DATABASE_REPLICA_URLS": replica},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def add_lats(pair: PrimaryAndReplica, n: int) -> None:
+    """n LATs written on the primary by another process, as a job would write them."""
+    manage(
+        "shell",
+        "-c",
+        "from tests.factories import AvsFactory, LatFactory\n"
+        f"for made in (AvsFactory, LatFactory): made.reset_sequence({lats_on(pair)})\n"
+        f"LatFactory.create_batch({n})",
+        database=pair.primary.url("lat"),
+        replica=pair.replica.url("lat"),
+    )
+
+
+@pytest.fixture(scope="module")
+def web(pair) -> Iterator[str]:
+    line = next(
+        line.split(":", 1)[1]
+        for line in (REPO / "Procfile").read_text().splitlines()
+        if line.startswith("web:")
+    )
+    port = closed_port()
+    line = line.replace("${PORT:-8000}", str(port)).replace("${WEB_CONCURRENCY:-4}", "1")
+    command = shlex.split(line)
+    command[0] = str(Path(sys.executable).with_name(command[0]))  # the venv's gunicorn
+    env = os.environ | {
+        "DATABASE_URL": pair.primary.url("lat"),
+        "DATABASE_REPLICA_URLS": pair.replica.url("lat"),
+        "REPLICA_RETRY_SECONDS": "0.5",
+        "SYNC_LAG_ALERT_SECONDS": "100000000",
+    }
+    process = subprocess.Popen(command, cwd=REPO, env=env, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                get(f"127.0.0.1:{port}", "/version")
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("the web process did not answer")
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def get(web: str, path: str) -> tuple[int, bytes]:
+    host, port = web.split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def reads(web: str) -> dict[str, float]:
+    """The web process's read requests by the database that answered them."""
+    status, body = get(web, "/internal/metrics")
+    assert status == 200
+    found = re.findall(r'^lat_database_reads_total\{target="(\w+)"\} (\S+)$', body.decode(), re.M)
+    return {target: float(count) for target, count in found}
+
+
+def listed(web: str) -> int:
+    status, body = get(web, "/lat")
+    assert status == 200, body
+    return len(json.loads(body)["data"])
+
+
+def lats_on(pair: PrimaryAndReplica) -> int:
+    return pair.primary.sql("SELECT count(*) FROM lats_lat", "lat")[0][0]
+
+
+def moved(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {
+        k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)
+    }
+
+
+def test_reads_go_to_the_replica_once_it_replayed_the_writes(pair, web):
+    add_lats(pair, 2)
+    pair.caught_up()
+    before = reads(web)
+    assert listed(web) == lats_on(pair) == 2
+    assert moved(before, reads(web)) == {"replica1": 1}
+
+    status, body = get(web, "/health")
+    assert status == 200
+    (replica,) = json.loads(body)["checks"]["replicas"]
+    assert replica["name"] == "replica1"
+    assert replica["status"] == "ok"
+    assert replica["lagSeconds"] is not None
+
+
+def test_a_replica_held_behind_leaves_the_reads_to_the_primary(pair, web):
+    pair.replica.sql("SELECT pg_wal_replay_pause()")
+    try:
+        add_lats(pair, 1)
+        before = reads(web)
+        # At once, though the replica has not replayed the new LAT: the primary answers.
+        assert listed(web) == lats_on(pair)
+        assert moved(before, reads(web)) == {"primary": 1}
+        assert pair.replica.sql("SELECT count(*) FROM lats_lat", "lat")[0][0] < lats_on(pair)
+    finally:
+        pair.replica.sql("SELECT pg_wal_replay_resume()")
+    pair.caught_up()
+    before = reads(web)
+    assert listed(web) == lats_on(pair)
+    assert moved(before, reads(web)) == {"replica1": 1}
+
+
+def test_reads_go_on_while_the_replica_is_stopped(pair, web):
+    pair.replica.stop("immediate")
+    try:
+        add_lats(pair, 1)
+        before = reads(web)
+        assert listed(web) == lats_on(pair)
+        assert listed(web) == lats_on(pair)
+        assert moved(before, reads(web)) == {"primary": 2}
+        status, body = get(web, "/health")
+        health = json.loads(body)
+        assert status == 200
+        assert health["status"] == "degraded"
+        assert health["checks"]["replicas"][0]["status"] == "down"
+    finally:
+        pair.replica.start()
+    pair.caught_up()
+    time.sleep(0.6)  # REPLICA_RETRY_SECONDS: the failed replica is asked again after it
+    before = reads(web)
+    assert listed(web) == lats_on(pair)
+    assert moved(before, reads(web)) == {"replica1": 1}

@@ -32,7 +32,10 @@ node_modules/.installed: package.json package-lock.json
 build/contracts.json: $(wildcard devchain/contracts/*.sol devchain/contracts/*/*.sol) node_modules/.installed $(VENV)/.installed
 	$(PY) -m devchain.compile
 
+# The pooler tests run Debian's PgBouncer (tests/pgcluster.py): installed when missing.
 test: install
+	@command -v pgbouncer >/dev/null || test -x /usr/sbin/pgbouncer || (apt-get update -qq && \
+		apt-get install -y -qq --no-install-recommends pgbouncer)
 	$(TEST_ENV) $(PY) manage.py makemigrations --check --dry-run
 	$(TEST_ENV) $(PY) -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS)
 

@@ -8,13 +8,14 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import NotSupportedError, connection, models
+from django.db import NotSupportedError, connection, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.postgresql.base import (  # type: ignore[attr-defined]
     ServerBindingCursor,  # defined with psycopg 3, a dependency of the project
 )
 from psycopg.conninfo import make_conninfo
 
+from core.locks import session_alias
 from core.replicas import reading
 
 
@@ -214,9 +215,9 @@ def _add_counts_postgresql(
 
 
 def listener_conninfo() -> str:
-    """The default database's connection settings, for a connection of a listener's own
-    (LISTEN on PostgreSQL)."""
-    params = connection.get_connection_params()
+    """The database's connection settings, for a connection of a listener's own (LISTEN on
+    PostgreSQL): DATABASE_DIRECT_URL's where DATABASE_URL goes through a pooler."""
+    params = connections[session_alias()].get_connection_params()
     parts = {
         name: params[name]
         for name in ("dbname", "user", "password", "host", "port", "sslmode")

@@ -7,7 +7,9 @@ session holds it. The lock is released in `finally`; should the release itself f
 connection is closed, which ends the session and with it every lock the session held (as a
 worker killed by the hard time limit does).
 
-Session locks need a real session: behind PgBouncer in transaction mode they do not work.
+Session locks need a real session: behind PgBouncer in transaction mode they would be held by
+whichever client the pooler gives the server connection to next, so they are taken on the
+database's own connection, DATABASE_DIRECT_URL's, where it is set (`session_alias`).
 
 On other databases (the SQLite demo) the lock is a cache entry (`cache.add`), shared between
 processes only when the cache is (REDIS_URL set), and expiring after the hard time limit so
@@ -47,11 +49,20 @@ def lock_key(name: str, *ids: object) -> int:
     )
 
 
+def session_alias() -> str:
+    """The database alias whose connections are sessions of their own: `direct` where
+    DATABASE_URL goes through a pooler (DATABASE_DIRECT_URL set), else the default."""
+    return SESSION_ALIAS if SESSION_ALIAS in connections.settings else DEFAULT_DB_ALIAS
+
+
+SESSION_ALIAS = "direct"
+
+
 @contextmanager
-def advisory_lock(name: str, *ids: object, using: str = DEFAULT_DB_ALIAS) -> Iterator[bool]:
+def advisory_lock(name: str, *ids: object, using: str | None = None) -> Iterator[bool]:
     """Hold the lock of (name, *ids) for the block if no one else does; yields whether it does."""
     key = lock_key(name, *ids)
-    connection = connections[using]
+    connection = connections[using or session_alias()]
     if connection.vendor != "postgresql":
         with _cache_lock(key) as acquired:
             yield acquired

@@ -126,7 +126,18 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DB_CONN_HEALTH_CHECKS", default=False)
 # The LAT list, LAT detail and deposit target statements prepared once per connection
 # (core.db.fetch_prepared); off for a pooler that cannot keep prepared statements per client.
-DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=True)
+# A connection pooler (PgBouncer in transaction mode) at DATABASE_URL: what needs a session of
+# its own (the jobs' and the follower's advisory locks, LISTEN in the dispatcher and the stream)
+# connects to DATABASE_DIRECT_URL, the database itself; server-side cursors are off, and the hot
+# reads' prepared statements off by default (PgBouncer keeps none before 1.21).
+DATABASE_DIRECT_URL = env.str("DATABASE_DIRECT_URL", default="")
+if DATABASE_DIRECT_URL:
+    DATABASES["direct"] = env.db_url_config(DATABASE_DIRECT_URL) | {
+        "CONN_MAX_AGE": DATABASES["default"]["CONN_MAX_AGE"],
+        "TEST": {"MIRROR": "default"},
+    }
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=not DATABASE_DIRECT_URL)
 # Read replicas (core/replicas.py): PostgreSQL streaming replicas of DATABASE_URL's database, as
 # database URLs (comma-separated; none by default). The read endpoints read from one that has
 # replayed what their data's generation names and lags under REPLICA_MAX_LAG_SECONDS, else from

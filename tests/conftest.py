@@ -446,3 +446,17 @@ def staff_member(staff_groups):
         return user
 
     return make
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Behind a pooler (DATABASE_DIRECT_URL set: tests/replicas/test_pooler.py) the sessions of
+    their own (advisory locks, LISTEN) use the `direct` alias, a mirror of the test database:
+    every test that may use the database may use it too."""
+    from django.conf import settings
+
+    if "direct" not in settings.DATABASES:
+        return
+    for item in items:
+        for marker in item.iter_markers("django_db"):
+            if "databases" not in marker.kwargs:
+                marker.kwargs["databases"] = ["default", "direct"]  # type: ignore[index]

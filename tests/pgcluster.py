@@ -109,3 +109,70 @@ class PrimaryAndReplica:
         self.replica.stop("immediate")
         self.primary.stop("immediate")
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class PgBouncer:
+    """Debian's PgBouncer of the test's own, in transaction mode, in front of the PostgreSQL at
+    `port` (every database), on a free port of its own; run as the `postgres` user."""
+
+    def __init__(self, port: int = 5432) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="lat-pgbouncer-"))
+        self.port = closed_port()
+        (self.root / "users.txt").write_text('"postgres" ""\n')
+        (self.root / "pgbouncer.ini").write_text(
+            f"""[databases]
+* = host=127.0.0.1 port={port}
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {self.port}
+unix_socket_dir =
+auth_type = trust
+auth_file = {self.root / "users.txt"}
+pool_mode = transaction
+admin_users = postgres
+max_client_conn = 500
+default_pool_size = 40
+ignore_startup_parameters = extra_float_digits,options
+logfile = {self.root / "pgbouncer.log"}
+pidfile = {self.root / "pgbouncer.pid"}
+"""
+        )
+        if os.geteuid() == 0:
+            for path in (self.root, *self.root.iterdir()):
+                shutil.chown(path, "postgres", "postgres")
+        self.process: subprocess.Popen | None = None
+
+    def url(self, database: str) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
+
+    def start(self) -> None:
+        binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+        self.process = subprocess.Popen(
+            _as_postgres([binary, str(self.root / "pgbouncer.ini")]),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with psycopg.connect(self.url("postgres"), connect_timeout=5) as conn:
+                    conn.execute("SELECT 1")
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    raise RuntimeError(
+                        "PgBouncer did not start: "
+                        + (self.root / "pgbouncer.log").read_text(errors="replace")[-2000:]
+                    ) from None
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        shutil.rmtree(self.root, ignore_errors=True)

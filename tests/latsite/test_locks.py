@@ -4,9 +4,9 @@ database connections, released when the block ends or raises; the cache lock off
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import connections
 
-from core.locks import _cache_lock, advisory_lock, lock_key
+from core.locks import _cache_lock, advisory_lock, lock_key, session_alias
 from tests.lockholder import Holder
 
 pytestmark = pytest.mark.django_db
@@ -28,7 +28,8 @@ def test_lock_key_depends_on_name_and_ids():
 def test_second_holder_on_another_connection_is_refused():
     with advisory_lock("job", 7) as acquired:
         assert acquired is True
-        with connection.cursor() as cursor:
+        # held by this thread's session (the database's own where DATABASE_URL is a pooler)
+        with connections[session_alias()].cursor() as cursor:
             cursor.execute(
                 "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
                 "AND pid = pg_backend_pid()"

@@ -373,6 +373,9 @@ CHAIN_CONFIRMATIONS_BY_CHAIN = {31337: 0} | {
 # The head follower (lat_follow): how often it asks each node for its head, and the longest
 # wait between retries while a node is unreachable.
 HEAD_POLL_INTERVAL = env.float("HEAD_POLL_INTERVAL", default=1.0)
+# A follower (or beat) that stops without dying loses its role within this many seconds: the
+# server ends its database session once idle that long (core/leadership.py).
+FOLLOWER_LEASE_SECONDS = env.float("FOLLOWER_LEASE_SECONDS", default=10.0)
 # WS_URL_<chainId>: a WebSocket node whose new-head notices wake the follower at once (it still
 # reads the head over HTTP, and polls every HEAD_POLL_INTERVAL when the socket is down or unset).
 WS_URLS = {
@@ -488,7 +491,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "health_check_interval": 10,
     "socket_keepalive": True,
 }
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULER = "sync.beat:SingleBeatScheduler"
 
 # The worker logs through LOGGING below (request ids, JSON lines, redaction), not Celery's own.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -13,8 +13,12 @@ run under the job runner (sync/jobs.py), so the follower shares checkpoints, loc
 handling and sync status with the beat jobs, which stay as the safety net; a write drops the
 cached read documents and the ETags through the generation token, as any refresh does.
 
-Only one follower per chain works at a time: it holds the advisory lock `lat_follow:<chainId>`
-for as long as it runs, and a second one waits for it. A node that goes away is retried with
+Only one follower per chain works at a time: it holds the role `lat_follow:<chainId>` (an
+advisory lock held by its database session: core/leadership.py) for as long as it runs, and a
+second one waits for it. A follower that stops without dying (SIGSTOP, a paused VM) loses the
+role within FOLLOWER_LEASE_SECONDS (the server ends its idle session), the standby takes it on
+its next try, and the frozen one, when it wakes, writes nothing more (its statements are fenced
+to the ended session) and stands by. A node that goes away is retried with
 exponential backoff from the second failure in a row (up to HEAD_POLL_MAX_BACKOFF seconds). The
 last head acted on is kept on the follower (`seen`, `seen_hash`); a new block at the same height
 (a reorg) is acted on too.
@@ -38,7 +42,7 @@ from chain.activity import activity_topics
 from chain.errors import ChainUnavailable
 from chain.gateway import gateway_for
 from chain.heads import HeadSubscription, backoff, ws_url_for
-from core.locks import advisory_lock
+from core.leadership import LeadershipLost, leadership
 from deposits.selectors import shared_log_range
 from lats.checks import chain_confirmations
 from lats.models import Lat
@@ -127,13 +131,22 @@ class Follower:
         )
 
     def run(self, stop: threading.Event) -> None:
-        """Follow until `stop` is set, holding the chain's follower lock (waiting for it)."""
+        """Follow until `stop` is set, holding the chain's follower role (waiting for it, and
+        standing by again when it is lost: core/leadership.py)."""
         while not stop.is_set():
-            with advisory_lock(FOLLOW_LOCK, self.chain_id) as acquired:
-                if acquired:
-                    logger.info("following chain %s", self.chain_id)
-                    self._follow(stop)
-                    return
+            try:
+                with leadership(
+                    FOLLOW_LOCK, self.chain_id, lease=settings.FOLLOWER_LEASE_SECONDS
+                ) as held:
+                    if held is not None:
+                        logger.info("following chain %s", self.chain_id)
+                        self._follow(stop)
+                        return
+            except LeadershipLost as exc:
+                logger.warning("chain %s: the follower's role is lost (%s); standing by",
+                               self.chain_id, exc)  # fmt: skip
+                self.seen = self.seen_hash = None
+                continue
             logger.info("chain %s has a follower already; waiting", self.chain_id)
             stop.wait(self.poll_interval)
 

@@ -9,6 +9,7 @@ admin does, and the running beat follows without a restart.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -197,3 +198,70 @@ def test_beat_and_worker_run_the_schedules_ops_set(chain, settings, tmp_path, ce
         lt = chain.contract("LiquidToken", lat.proxy_address)
         assert int(lat.total_supply) == lt.functions.totalSupply().call()
     assert "lat-state-refresh" in (tmp_path / "beat.log").read_text()
+
+
+def published(broker: str, task: str) -> list[int]:
+    """The pid of the beat that published each message of `task` in the queue, in order (a
+    message's `origin` header names its publisher: gen<pid>@host)."""
+    queue = redis.Redis.from_url(broker)
+    try:
+        messages = [json.loads(raw) for raw in reversed(queue.lrange("celery", 0, -1))]
+    finally:
+        queue.close()
+    return [
+        int(message["headers"]["origin"].split("@")[0].removeprefix("gen"))
+        for message in messages
+        if message["headers"]["task"] == task
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_beats_enqueue_each_job_once_and_a_frozen_one_publishes_nothing(
+    celery_processes, worker_id
+):
+    """Two beats on the same schedules and broker, no worker: the messages of a job due every
+    second come from one beat only; frozen (SIGSTOP), the other takes over within
+    FOLLOWER_LEASE_SECONDS (+ 2 s); woken (SIGCONT), the first publishes nothing more."""
+    lease = 4
+    ensure_default_schedules()
+    for entry in PeriodicTask.objects.filter(name__in=[d.name for d in DEFAULT_SCHEDULES]):
+        entry.enabled = entry.name == "lat-deposit-indexing"
+        if entry.enabled:
+            entry.interval = every(1)
+        entry.save()
+    task = PeriodicTask.objects.get(name="lat-deposit-indexing").task
+    broker = broker_url(worker_id)
+    celery_processes.env["FOLLOWER_LEASE_SECONDS"] = str(lease)
+    celery_processes.start("beat-a", "beat", "--loglevel=INFO", "--max-interval=1")
+    celery_processes.start("beat-b", "beat", "--loglevel=INFO", "--max-interval=1")
+    beats = {process.pid: process for _, process in celery_processes.started}
+
+    wait_for(lambda: len(published(broker, task)) >= 3, celery_processes, "three ticks")
+    time.sleep(5)  # both beats up and ticking
+    before = published(broker, task)
+    assert len(set(before)) == 1, before  # one beat schedules
+    leader = before[0]
+    assert leader in beats
+    window_start, started = len(before), time.monotonic()
+    time.sleep(5)
+    ticks = published(broker, task)[window_start:]
+    assert len(ticks) <= (time.monotonic() - started) + 2, ticks  # once per tick, not twice
+    assert set(ticks) == {leader}
+
+    beats[leader].send_signal(signal.SIGSTOP)
+    frozen = time.monotonic()
+    seen = len(published(broker, task))
+    try:
+        wait_for(
+            lambda: any(pid != leader for pid in published(broker, task)[seen:]),
+            celery_processes,
+            "the standby's first publication",
+        )
+        assert time.monotonic() - frozen <= lease + 2
+    finally:
+        beats[leader].send_signal(signal.SIGCONT)
+    woken = len(published(broker, task))
+    time.sleep(lease + 2)
+    after = published(broker, task)[woken:]
+    assert after
+    assert leader not in after, after

@@ -302,7 +302,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     # `ok`/`lagging` of a LAT and of the webhook dispatcher in /health: one enum, named as before.
-    "ENUM_NAME_OVERRIDES": {"HealthLatStatusEnum": ["ok", "lagging"]},
+    "ENUM_NAME_OVERRIDES": {
+        "HealthLatStatusEnum": ["ok", "lagging"],
+        "HealthDependencyStatusEnum": ["ok", "down"],
+    },
     "SECURITY": [],
     "AUTHENTICATION_WHITELIST": [],
     "APPEND_COMPONENTS": {

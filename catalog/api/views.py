@@ -21,6 +21,7 @@ from core.api.params import (
     toggle_parameter,
 )
 from core.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
+from core.errors import ServiceError
 from lats import selectors
 from lats.api import serializers as s
 from metrics import selectors as metrics_selectors
@@ -29,6 +30,17 @@ TAG = "LATs"
 
 
 class LatDetailView(ConditionalReadMixin, APIView):
+    def document_name(self, request) -> str | None:
+        params = request.query_params
+        try:
+            address = parse_address(self.kwargs.get("address", ""), field="address")
+            toggles = [
+                parse_toggle(params, t) for t in ("withTvl", "withCuratedMetadata", "withRewards")
+            ]
+        except ServiceError:
+            return None
+        return ":".join(["lat", address, *map(str, toggles)])
+
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,
@@ -70,8 +82,7 @@ class LatDetailView(ConditionalReadMixin, APIView):
                 document["curatedMetadata"] = detail.curated_metadata
             return document
 
-        key = f"lat:{address}:{with_tvl}:{with_metadata}:{with_rewards}"
-        return Response(cached_document(key, build))
+        return self.stored_document(request, build)
 
 
 class LatFeesView(ConditionalReadMixin, APIView):

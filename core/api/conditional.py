@@ -29,14 +29,24 @@ use is revalidated at the service a cached answer never stands in for a key's ch
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlencode
 
 from django.db import InterfaceError, OperationalError
-from django.http import HttpResponseNotModified
+from django.http import HttpResponse, HttpResponseNotModified
 from django.utils.http import parse_etags
+from rest_framework.renderers import JSONRenderer
 
-from core.api.documents import current_generation, generation_key, generation_lsn
+from core.api.documents import (
+    cached_document,
+    current_generation,
+    document_keys,
+    generation_key,
+    generation_lsn,
+)
 from core.api.throttling import prefetched
 from core.release import release
 from core.replicas import choose_replica, reads_from
@@ -114,8 +124,30 @@ class ConditionalReadMixin:
         return super().dispatch(request, *args, **kwargs)
 
     def prefetch_cache_keys(self, request) -> list[str]:
-        """Read with the rate limit's counters, in its one round trip to Redis."""
-        return [generation_key()] if request.method in CONDITIONAL_METHODS else []
+        """Read with the rate limit's counters, in its one round trip to Redis: the data's
+        generation, and the view's stored document where it names one."""
+        if request.method not in CONDITIONAL_METHODS:
+            return []
+        name = self.document_name(request)
+        return [generation_key(), *(document_keys(name) if name else ())]
+
+    def document_name(self, request) -> str | None:
+        """The name of the document this request reads from the document cache
+        (`stored_document`), None where it reads none or its parameters are invalid."""
+        return None
+
+    def stored_document(self, request, build: Callable[[], Any]) -> HttpResponse:
+        """The answer of a cached document: the JSON bytes it was stored as, read in the rate
+        limit's round trip (no rendering, no database on a hit); `build` makes its data on a
+        miss, rendered once as every JSON answer is."""
+        name = self.document_name(request)
+        assert name is not None
+
+        def rendered() -> bytes:
+            return JSONRenderer().render(build())
+
+        body = cached_document(name, rendered, read=functools.partial(prefetched, request))
+        return HttpResponse(body, content_type=JSONRenderer.media_type)
 
     def etag_extra(self, request) -> str:
         """What the representation depends on besides the data, the path and the query."""

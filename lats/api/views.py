@@ -5,7 +5,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.api.conditional import ConditionalReadMixin
-from core.api.documents import cached_document
 from core.api.params import (
     address_path_parameter,
     parse_address,
@@ -13,6 +12,7 @@ from core.api.params import (
     toggle_parameter,
 )
 from core.api.schema import OPTIONAL_API_KEY, READ_ERRORS, error_responses
+from core.errors import ServiceError
 from lats import selectors
 from lats.api import serializers as s
 
@@ -20,6 +20,12 @@ TAG = "LATs"
 
 
 class LatListView(ConditionalReadMixin, APIView):
+    def document_name(self, request) -> str | None:
+        try:
+            return f"lat-list:{parse_toggle(request.query_params, 'withGrouping')}"
+        except ServiceError:
+            return None
+
     @extend_schema(
         tags=[TAG],
         auth=OPTIONAL_API_KEY,
@@ -52,7 +58,7 @@ class LatListView(ConditionalReadMixin, APIView):
                 return {"data": selectors.lat_list_grouped(documents)}
             return {"data": [document for _, document in documents]}
 
-        return Response(cached_document(f"lat-list:{grouped}", build))
+        return self.stored_document(request, build)
 
 
 class LatTokensView(ConditionalReadMixin, APIView):

@@ -94,6 +94,12 @@ def _not_modified(response) -> HttpResponseNotModified:
     return answer
 
 
+def _stored(name: str) -> str:
+    """The cache name of a document stored as JSON bytes (never one a version before stored as
+    its data)."""
+    return f"json:{name}"
+
+
 class _ReplicaReadFailed(Exception):
     """A read on a replica failed: the request is answered again from the primary."""
 
@@ -129,7 +135,7 @@ class ConditionalReadMixin:
         if request.method not in CONDITIONAL_METHODS:
             return []
         name = self.document_name(request)
-        return [generation_key(), *(document_keys(name) if name else ())]
+        return [generation_key(), *(document_keys(_stored(name)) if name else ())]
 
     def document_name(self, request) -> str | None:
         """The name of the document this request reads from the document cache
@@ -146,7 +152,7 @@ class ConditionalReadMixin:
         def rendered() -> bytes:
             return JSONRenderer().render(build())
 
-        body = cached_document(name, rendered, read=functools.partial(prefetched, request))
+        body = cached_document(_stored(name), rendered, read=functools.partial(prefetched, request))
         return HttpResponse(body, content_type=JSONRenderer.media_type)
 
     def etag_extra(self, request) -> str:

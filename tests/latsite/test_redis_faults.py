@@ -283,7 +283,7 @@ def test_a_document_never_outlives_document_cache_seconds(api, dataset, own_redi
     settings.DOCUMENT_CACHE_SECONDS = 60
     path = f"/lat/{A(0x1001)}"
     assert api.get(path).json()["name"] == "Example ETH LAT"
-    generation_key, document_key = documents._keys(f"lat:{A(0x1001)}:False:False:False")
+    generation_key, document_key = documents._keys(f"json:lat:{A(0x1001)}:False:False:False")
     generation = cache.get(generation_key)
     stale = b'{"name":"Stale"}'  # a document is stored as the JSON it is answered with
     cache.set(document_key, (generation, time.time() - 61, stale), timeout=3600)

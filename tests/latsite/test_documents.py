@@ -84,6 +84,6 @@ def test_cache_off(api, dataset, settings):
 def test_entries_expire_within_document_cache_seconds(api, dataset, settings):
     settings.DOCUMENT_CACHE_SECONDS = 7
     queries(api, "/lat")
-    _, document_key = _keys("lat-list:False")
+    _, document_key = _keys("json:lat-list:False")
     ttl = get_redis_connection("default").ttl(cache.make_key(document_key))
     assert 0 < ttl <= 7

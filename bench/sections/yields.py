@@ -86,7 +86,9 @@ class Chain:
             nonces = {f: int(n, 16) for f, n in zip(senders, counts, strict=True)}
             params = []
             for f, t, d in txs:  # each sender's nonces in order (a batch is served concurrently)
-                params.append([{"from": f, "to": t, "data": d, "gas": hex(GAS), "nonce": hex(nonces[f])}])
+                params.append(
+                    [{"from": f, "to": t, "data": d, "gas": hex(GAS), "nonce": hex(nonces[f])}]
+                )
                 nonces[f] += 1
             params = [[deploy]] if deploy else params
             hashes = self.batch([("eth_sendTransaction", p) for p in params])
@@ -229,7 +231,6 @@ class World:
         return self.chain.created
 
 
-
 def run(ctx: Context, result: SectionResult) -> None:
     from devchain.devnet import deploy_eth_usd_feed, write_manifests
 
@@ -256,59 +257,65 @@ def run(ctx: Context, result: SectionResult) -> None:
         env = {"DATABASE_URL": db_url, "ETH_USD_FEED_31337": feed, "RPC_URL": url}
         with ctx.server(**env) as server:
             for name, path in paths.items():
-                sides = [(server.url("/bench/baseline"), None), (server.url(path), None)]
-                theirs, mine = ctx.interleave(
-                    sides, rounds=ROUNDS, duration=ROUND_SECONDS, warmup=ctx.args.warmup
-                )
-                result.check(f"{name} interleaved with the baseline", mine, server)
-                result.check(f"baseline beside {name}", theirs, server)
-                ratio = mine.rps / theirs.rps
-                detail = f"{ratio:.1%} ({mine.rps:,.0f} vs {theirs.rps:,.0f} req/s, p50 {mine.p50_ms:.2f} ms"
-                detail += f" vs {theirs.p50_ms:.2f} ms; {ROUNDS} rounds of {ROUND_SECONDS:g} s)"
-                result.target(
-                    f"GET {name} >= {MIN_RATIO:.0%} of baseline req/s",
-                    ratio,
-                    detail,
-                    at_least=MIN_RATIO,
-                )
+                _read(ctx, result, server, name, path)
     _report(result, figures, world, built)
 
 
 def _report(result: SectionResult, figures: dict, world: World, built: float) -> None:
     for name, limit in (("backfill", MAX_BACKFILL), ("daily", MAX_DAILY)):
         run, rows = figures[name], figures[f"{name}_rows"]
-        calls = run["calls"]
         rows_text = ", ".join(f"{v:,} {k}" for k, v in rows.items())
-        result.rows.append(
-            [
-                f"metrics_refresh: {name}",
-                f"{run['seconds']:.2f}",
-                f"{calls['round_trips']:,}",
-                f"{calls['requests']:,}",
-                f"{calls['methods'].get('eth_call', 0):,}",
-                rows_text,
-                f"<= {limit:g} s",
-            ]
-        )
-        detail = f"{run['seconds']:.2f} s, {calls['round_trips']:,} round trips ({calls['requests']:,} requests)"
+        result.rows.append(_row(f"metrics_refresh: {name}", run, rows_text, f"<= {limit:g} s"))
+        for step, label in PHASES.items():
+            if step in run["phases"]:
+                result.rows.append(_row(f"  {label}", run["phases"][step], "", ""))
+        calls = run["calls"]
+        detail = f"{run['seconds']:.2f} s, {calls['round_trips']:,} round trips "
+        detail += f"({calls['requests']:,} requests)"
         result.target(f"{name} at most {limit:g} s", run["seconds"], detail, at_most=limit)
-    facts = world.facts
+    facts, last = world.facts, figures["last_day"]
+    per_month = facts["submissions"] // max(1, facts["directed"])
     result.notes += [
-        f"\nThe world (setup, not measured: {built:.0f} s, {world.chain.sent:,} transactions): the devnet "
-        f"with {QUIET_DAYS} quiet days (a block a UTC day), latETH's AVS (its ServiceManager) with "
-        f"{OPERATORS} operators of the bench registered beside the devnet's 3 (250), {len(world.strategies)} "
-        f"strategies each operator self-stakes ({facts['operators']} operators in all, "
-        f"{RESERVE} registering month by month), {facts['stakers']} stakers delegated to them, "
-        f"every 10th operator restaking 7 strategies; each 30 days {facts['submissions'] // max(1, facts['directed'])} "
-        f"AVS submissions (over 30 days ahead) and an operator-directed one (the 29 days before), "
+        f"\nThe world (setup, not measured: {built:.0f} s, {world.chain.sent:,} transactions): "
+        f"the devnet with {QUIET_DAYS} quiet days (a block every UTC day); latETH's AVS (its "
+        f"ServiceManager) with {len(world.strategies)} strategies, {facts['operators']} operators "
+        f"of the bench self-staking in each ({OPERATORS} registered beside the devnet's 3, "
+        f"{RESERVE} in reserve registering month by month, every 10th restaking 7 strategies), "
+        f"{facts['stakers']} stakers delegated to them; every 30 days {per_month} AVS submissions "
+        "(the next 30 days) and an operator-directed one (the 29 days before); in all "
         f"{facts['registrations']} registrations, {facts['deregistrations']} deregistrations, "
-        f"{facts['splits']} split changes in all.",
+        f"{facts['splits']} splits set. The last AvsDay read ({last['day']}): "
+        f"{last['operators']} operators registered all day, {last['strategies']} strategies.",
         "Calls: the service's own JSON-RPC counters (core/telemetry.py): round trips (a batch is "
-        "one), requests (each of a batch), eth_call (each a Multicall3 aggregate or a plain call).",
+        "one), requests (each of a batch), eth_call (each a Multicall3 aggregate or a plain "
+        "call). The indented rows are metrics_refresh's steps (AVS events hold the AVS days).",
         f"Backfill methods: {json.dumps(figures['backfill']['calls']['methods'])}",
         f"Daily methods: {json.dumps(figures['daily']['calls']['methods'])}",
-        f"APY windows after the daily update: {json.dumps(figures['apys'])}; gaps: {figures['gaps']}",
+        f"APY windows after the daily update: {json.dumps(figures['apys'])}",
+        f"Gaps: {figures['gaps']}",
     ]
+
+
+def _read(ctx: Context, result: SectionResult, server, name: str, path: str) -> None:
+    """GET `path` interleaved with the baseline: the ratio target."""
+    sides = [(server.url("/bench/baseline"), None), (server.url(path), None)]
+    settings = {"rounds": ROUNDS, "duration": ROUND_SECONDS, "warmup": ctx.args.warmup}
+    theirs, mine = ctx.interleave(sides, **settings)
+    result.check(f"{name} interleaved with the baseline", mine, server)
+    result.check(f"baseline beside {name}", theirs, server)
+    ratio = mine.rps / theirs.rps
+    detail = f"{ratio:.1%} ({mine.rps:,.0f} vs {theirs.rps:,.0f} req/s, p50 {mine.p50_ms:.2f} vs "
+    detail += f"{theirs.p50_ms:.2f} ms; {ROUNDS} rounds of {ROUND_SECONDS:g} s, {path})"
+    result.target(
+        f"GET {name} >= {MIN_RATIO:.0%} of baseline req/s", ratio, detail, at_least=MIN_RATIO
+    )
+
+
+def _row(label: str, run: dict, rows: str, target: str) -> list[str]:
+    calls = run["calls"]
+    eth_call = calls["methods"].get("eth_call", 0)
+    trips, requests = f"{calls['round_trips']:,}", f"{calls['requests']:,}"
+    return [label, f"{run['seconds']:.2f}", trips, requests, f"{eth_call:,}", rows, target]
 
 
 def _calls() -> dict:
@@ -334,19 +341,44 @@ def _minus(after: dict, before: dict) -> dict:
     }
 
 
+PHASES = {  # metrics.services' steps, timed apart (avs_index holds the AVS's days)
+    "avs_index": "AVS events (with its days)",
+    "avs_days_update": "AVS days",
+    "lat_days_update": "LAT days",
+    "rates_update": "rate points",
+    "usd_price_update": "ETH/USD price",
+    "snapshot_record": "snapshot and windows",
+}
+
+
 def probe(rpc_url: str, manifest_file: str, feed: str) -> dict:
     """In its own process, Django on the section's database: the import's other steps (state,
-    deposits; not measured), then metrics_refresh timed on the fresh import, a day mined (24
-    blocks an hour apart), and metrics_refresh timed again."""
+    deposits; not measured), then metrics_refresh timed on the fresh import (each of its steps
+    too), a day mined (24 blocks an hour apart), and metrics_refresh timed again."""
     os.environ["ETH_USD_FEED_31337"] = feed
     import django
 
     django.setup()
     from lats.models import Lat
+    from metrics import services
     from metrics.models import AvsDay, LatDay, RatePoint
-    from metrics.services import metrics_refresh
     from sync.refresh import index_deposits, refresh_state
 
+    phases: dict = {}
+
+    def timed(name: str, step):
+        def wrapper(*args, **kwargs):
+            before, began = _calls(), time.perf_counter()
+            try:
+                return step(*args, **kwargs)
+            finally:
+                seconds = time.perf_counter() - began
+                phases[name] = {"seconds": seconds, "calls": _minus(_calls(), before)}
+
+        return wrapper
+
+    for name in PHASES:
+        setattr(services, name, timed(name, getattr(services, name)))
     address = json.loads(open(manifest_file).read())["proxyAddress"]
     lat = Lat.objects.get(proxy_address__iexact=address)
     refresh_state(lat=lat)
@@ -354,17 +386,20 @@ def probe(rpc_url: str, manifest_file: str, feed: str) -> dict:
     out: dict = {}
     for name in ("backfill", "daily"):
         if name == "daily":
-            chain = Chain(rpc_url)
-            chain.call("anvil_mine", hex(24), hex(3600))
-        lat = Lat.objects.get(pk=lat.pk)
+            Chain(rpc_url).call("anvil_mine", hex(24), hex(3600))
+        lat, phases = Lat.objects.get(pk=lat.pk), {}
         before, began = _calls(), time.perf_counter()
-        metrics_refresh(lat=lat)
+        services.metrics_refresh(lat=lat)
         out[name] = {"seconds": time.perf_counter() - began, "calls": _minus(_calls(), before)}
+        out[name]["phases"] = phases
         out[f"{name}_rows"] = {
             "AvsDay": AvsDay.objects.filter(avs_id=lat.avs_id).count(),
             "LatDay": LatDay.objects.filter(lat=lat).count(),
             "RatePoint": RatePoint.objects.filter(lat=lat).count(),
         }
+    last = AvsDay.objects.filter(avs_id=lat.avs_id).order_by("-day").first()
+    out["last_day"] = {"day": str(last.day), "operators": last.operators}
+    out["last_day"]["strategies"] = len(last.strategies)
     lat = Lat.objects.get(pk=lat.pk)
     out["apys"] = {w: v["apy"] for w, v in (lat.apys or {}).items()}
     out["gaps"] = lat.apy_gaps

@@ -77,28 +77,37 @@ class Chain:
         return out
 
     def send(self, txs: list[tuple[str, str, str]], deploy=None) -> None:
-        """(from, to, calldata) in order (each sender's nonces in order), mined until none is
-        pending; a reverted one raises."""
+        """(from, to, calldata) in order (each sender's nonces in order), SEND_CHUNK at a time,
+        each chunk mined until none is pending; a reverted one raises. Receipts are read by
+        block (anvil's eth_getTransactionReceipt slows with the transactions of its block)."""
+        senders = sorted({f for f, _, _ in txs})
+        counts = self.batch([("eth_getTransactionCount", [f, "latest"]) for f in senders])
+        nonces = {f: int(n, 16) for f, n in zip(senders, counts, strict=True)}
+        params = []
+        for f, t, d in txs:  # each sender's nonces in order (a batch is served concurrently)
+            params.append({"from": f, "to": t, "data": d, "gas": hex(GAS), "nonce": hex(nonces[f])})
+            nonces[f] += 1
+        params = [deploy] if deploy else params
+        first = int(self.call("eth_blockNumber"), 16) + 1
         self.call("evm_setAutomine", False)
         try:
-            senders = sorted({f for f, _, _ in txs})
-            counts = self.batch([("eth_getTransactionCount", [f, "latest"]) for f in senders])
-            nonces = {f: int(n, 16) for f, n in zip(senders, counts, strict=True)}
-            params = []
-            for f, t, d in txs:  # each sender's nonces in order (a batch is served concurrently)
-                params.append(
-                    [{"from": f, "to": t, "data": d, "gas": hex(GAS), "nonce": hex(nonces[f])}]
+            for start in range(0, len(params), SEND_CHUNK):
+                self.batch(
+                    [("eth_sendTransaction", [p]) for p in params[start : start + SEND_CHUNK]]
                 )
-                nonces[f] += 1
-            params = [[deploy]] if deploy else params
-            hashes = self.batch([("eth_sendTransaction", p) for p in params])
-            while int(self.call("txpool_status")["pending"], 16):
-                self.call("evm_mine")
+                while int(self.call("txpool_status")["pending"], 16):
+                    self.call("evm_mine")
         finally:
             self.call("evm_setAutomine", True)
-        receipts = self.batch([("eth_getTransactionReceipt", [h]) for h in hashes])
-        if failed := [tx for tx, r in zip(txs, receipts, strict=True) if r["status"] != "0x1"]:
-            raise RuntimeError(f"{len(failed)} of {len(txs)} transactions reverted: {failed[:2]}")
+        blocks = range(first, int(self.call("eth_blockNumber"), 16) + 1)
+        receipts = [
+            r for rs in self.batch([("eth_getBlockReceipts", [hex(n)]) for n in blocks]) for r in rs
+        ]
+        if len(receipts) != len(txs) or any(r["status"] != "0x1" for r in receipts):
+            failed = sum(r["status"] != "0x1" for r in receipts)
+            raise RuntimeError(
+                f"{failed} of {len(txs)} transactions reverted ({len(receipts)} mined)"
+            )
         self.sent, self.created = self.sent + len(txs), receipts[-1]["contractAddress"]
 
 

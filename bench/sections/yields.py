@@ -23,7 +23,8 @@ MAX_BACKFILL, MAX_DAILY, MIN_RATIO, ROUNDS, ROUND_SECONDS = 60.0, 1.0, 0.30, 6, 
 QUIET_DAYS = 390  # the devnet's D0 400 days back; the bench's AVS is set up 30 days later
 OPERATORS, RESERVE, STRATEGIES = 247, 8, 13  # 247 + the devnet's 3 registered = 250
 WAD, DAY, GAS, SEND_CHUNK = 10**18, 86_400, 1_500_000, 500
-COLUMNS = ["measure", "seconds", "round trips", "requests", "eth_call", "rows", "target"]
+COLUMNS = ["measure", "seconds", "in RPC s", "round trips", "requests", "eth_call", "rows"]
+COLUMNS += ["target"]
 
 
 def _address(kind: str, i: int) -> str:
@@ -297,7 +298,8 @@ def _report(result: SectionResult, figures: dict, world: World, built: float) ->
         f"{last['operators']} operators registered all day, {last['strategies']} strategies.",
         "Calls: the service's own JSON-RPC counters (core/telemetry.py): round trips (a batch is "
         "one), requests (each of a batch), eth_call (each a Multicall3 aggregate or a plain "
-        "call). The indented rows are metrics_refresh's steps (AVS events hold the AVS days).",
+        "call); in RPC s: the seconds spent waiting on those round trips (the node's share). The "
+        "indented rows are metrics_refresh's steps (AVS events hold the AVS days).",
         f"Backfill methods: {json.dumps(figures['backfill']['calls']['methods'])}",
         f"Daily methods: {json.dumps(figures['daily']['calls']['methods'])}",
         f"APY windows after the daily update: {json.dumps(figures['apys'])}",
@@ -324,7 +326,8 @@ def _row(label: str, run: dict, rows: str, target: str) -> list[str]:
     calls = run["calls"]
     eth_call = calls["methods"].get("eth_call", 0)
     trips, requests = f"{calls['round_trips']:,}", f"{calls['requests']:,}"
-    return [label, f"{run['seconds']:.2f}", trips, requests, f"{eth_call:,}", rows, target]
+    seconds, waited = f"{run['seconds']:.2f}", f"{calls['rpc_seconds']:.2f}"
+    return [label, seconds, waited, trips, requests, f"{eth_call:,}", rows, target]
 
 
 def _calls() -> dict:
@@ -335,10 +338,11 @@ def _calls() -> dict:
         if sample.name.endswith("_total"):
             key = sample.labels["method"]
             methods[key] = methods.get(key, 0) + int(sample.value)
-    trips = [
-        s.value for m in RPC_DURATION.collect() for s in m.samples if s.name.endswith("_count")
-    ]
-    return {"round_trips": int(sum(trips)), "requests": sum(methods.values()), "methods": methods}
+    timed = [s for m in RPC_DURATION.collect() for s in m.samples]
+    trips = sum(s.value for s in timed if s.name.endswith("_count"))
+    waited = sum(s.value for s in timed if s.name.endswith("_sum"))
+    out = {"round_trips": int(trips), "requests": sum(methods.values()), "methods": methods}
+    return out | {"rpc_seconds": waited}
 
 
 def _minus(after: dict, before: dict) -> dict:
@@ -346,6 +350,7 @@ def _minus(after: dict, before: dict) -> dict:
     return {
         "round_trips": after["round_trips"] - before["round_trips"],
         "requests": after["requests"] - before["requests"],
+        "rpc_seconds": after["rpc_seconds"] - before["rpc_seconds"],
         "methods": {k: v for k, v in sorted(methods.items()) if v},
     }
 

@@ -54,7 +54,7 @@ class Chain:
     as few blocks as the gas limit allows, every receipt checked."""
 
     def __init__(self, url: str) -> None:
-        self.url, self.session, self.sent = url, requests.Session(), 0
+        self.url, self.session, self.sent, self.created = url, requests.Session(), 0, None
 
     def call(self, method: str, *params):
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}
@@ -71,7 +71,7 @@ class Chain:
                 {"jsonrpc": "2.0", "id": i, "method": m, "params": p}
                 for i, (m, p) in enumerate(chunk)
             ]
-            answers = sorted(self.session.post(self.url, json=body, timeout=300).json(), key=id_of)
+            answers = sorted(self.session.post(self.url, json=body, timeout=300).json(), key=_id)
             if errors := [a["error"] for a in answers if "error" in a]:
                 raise RuntimeError(f"{len(errors)} of {len(chunk)} failed: {errors[:2]}")
             out += [a["result"] for a in answers]
@@ -112,7 +112,7 @@ class Chain:
         self.sent, self.created = self.sent + len(txs), receipts[-1]["contractAddress"]
 
 
-def id_of(answer: dict) -> int:
+def _id(answer: dict) -> int:
     return answer["id"]
 
 
@@ -121,7 +121,9 @@ class World:
     deploy_devnet's hook, called every 30 quiet days (the first call sets the AVS up)."""
 
     def __init__(self) -> None:
-        self.calls, self.strategies, self.tokens, self.chain = 0, [], [], None
+        self.strategies: list[str] = []
+        self.tokens: list[str] = []
+        self.chain: Chain | None = None
         self.facts = {"operators": 0, "stakers": 0, "submissions": 0, "directed": 0}
         self.facts |= {"registrations": 0, "deregistrations": 0, "splits": 0}
 

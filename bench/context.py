@@ -197,17 +197,20 @@ class Context:
                 self._server = None
 
     @contextlib.contextmanager
-    def devnet(self, section: str, *, fresh: bool = True, synced: bool = False):
+    def devnet(self, section: str, *, fresh=True, synced=False, quiet_days=0, on_day=None):
         """anvil with the devnet and the section's migrated database (recreated when `fresh`,
-        latETH imported and synced when `synced`): (node URL, latETH's manifest, database URL)."""
+        latETH imported and synced when `synced`): (node URL, latETH's manifest, database URL).
+        `quiet_days` and `on_day(node URL, day, manifests)` go to deploy_devnet."""
         from devchain.anvil import start_anvil
         from devchain.devnet import deploy_devnet, devnet_genesis, write_manifests
 
         with (
-            start_anvil(timestamp=devnet_genesis()) as node,
+            start_anvil(timestamp=devnet_genesis(quiet_days)) as node,
             tempfile.TemporaryDirectory(prefix="lat-bench-") as tmp,
         ):
-            manifest = next(m for m in deploy_devnet(node.url) if m["symbol"] == "latETH")
+            hook = on_day and (lambda day, manifests: on_day(node.url, day, manifests))
+            deployed = deploy_devnet(node.url, quiet_days=quiet_days, on_day=hook)
+            manifest = next(m for m in deployed if m["symbol"] == "latETH")
             db_url = dataset.with_database(self.db_url, self.db_name(section))
             env = {**self.env, "RPC_URL": node.url}
             dataset.create_database(db_url, recreate=fresh)

@@ -29,6 +29,7 @@ SECTIONS = (  # in running order, each bench/sections/<name>.py
     "peers",
     "stream",
     "webhooks",
+    "yields",
 )
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -10,7 +11,6 @@ from rest_framework.views import APIView
 
 from core.api import cursors
 from core.api.conditional import ConditionalReadMixin
-from core.api.documents import cached_document
 from core.api.params import (
     INSTANT_RANGE_TEXT,
     address_path_parameter,
@@ -19,7 +19,7 @@ from core.api.params import (
     parse_instant,
 )
 from core.api.schema import INSTANT_SCHEMA, OPTIONAL_API_KEY, READ_ERRORS, error_responses
-from core.errors import InvalidInput
+from core.errors import InvalidInput, ServiceError
 from lats.selectors import lat_get
 from metrics import selectors
 from metrics.api.serializers import (
@@ -122,6 +122,31 @@ class RatesView(ConditionalReadMixin, APIView):
         # Without `to` the range ends now: the answer moves with the clock.
         return "" if "to" in request.query_params else timezone.now().strftime("%Y%m%d%H")
 
+    def _query(self, request) -> tuple[str, str, datetime, datetime, Any]:
+        """The address, interval, range and cursor the request asks for (InvalidInput else)."""
+        params = request.query_params
+        address = parse_address(self.kwargs.get("address", ""), field="address")
+        interval = parse_choice(params, "interval", choices=("day", "hour"), default="day")
+        end = parse_instant(params, "to", end_of_day=True) or timezone.now().replace(
+            second=0, microsecond=0
+        )
+        start = parse_instant(params, "from") or end - RATES_DEFAULT_WINDOW
+        if start > end:
+            raise InvalidInput("from must not be after to.")
+        after = (
+            cursors.cursor_decode(params["cursor"], RATES_CURSOR_VERSION, 1)[0]
+            if "cursor" in params
+            else None
+        )
+        return address, interval, start, end, after
+
+    def document_name(self, request) -> str | None:
+        try:
+            address, interval, start, end, after = self._query(request)
+        except ServiceError:
+            return None
+        return f"rates:{address}:{interval}:{start.isoformat()}:{end.isoformat()}:{after}"
+
     @extend_schema(
         tags=["Metrics"],
         auth=OPTIONAL_API_KEY,
@@ -165,25 +190,11 @@ class RatesView(ConditionalReadMixin, APIView):
         responses={200: RatesSerializer, **error_responses(*READ_ERRORS)},
     )
     def get(self, request, address: str):
-        params = request.query_params
-        address = parse_address(address, field="address")
-        interval = parse_choice(params, "interval", choices=("day", "hour"), default="day")
-        end = parse_instant(params, "to", end_of_day=True) or timezone.now().replace(
-            second=0, microsecond=0
-        )
-        start = parse_instant(params, "from") or end - RATES_DEFAULT_WINDOW
-        if start > end:
-            raise InvalidInput("from must not be after to.")
-        after = (
-            cursors.cursor_decode(params["cursor"], RATES_CURSOR_VERSION, 1)[0]
-            if "cursor" in params
-            else None
-        )
-        lat = lat_get(address=address)
+        address, interval, start, end, after = self._query(request)
 
-        def build() -> dict:
+        def build() -> dict:  # an unknown LAT raises its 404 here: nothing is stored
             page = selectors.rate_page(
-                lat=lat, interval=interval, start=start, end=end, after=after
+                lat=lat_get(address=address), interval=interval, start=start, end=end, after=after
             )
             next_after = page.next_after
             return {
@@ -195,5 +206,4 @@ class RatesView(ConditionalReadMixin, APIView):
                 },
             }
 
-        key = f"rates:{lat.pk}:{interval}:{start.isoformat()}:{end.isoformat()}:{after}"
-        return Response(cached_document(key, build))
+        return self.stored_document(request, build)

@@ -375,7 +375,7 @@ CHAIN_CONFIRMATIONS_BY_CHAIN = {31337: 0} | {
 }
 # The head follower (lat_follow): how often it asks each node for its head, and the longest
 # wait between retries while a node is unreachable.
-HEAD_POLL_INTERVAL = env.float("HEAD_POLL_INTERVAL", default=1.0)
+HEAD_POLL_INTERVAL = env.float("HEAD_POLL_INTERVAL", default=0.5)
 # A follower (or beat) that stops without dying loses its role within this many seconds: the
 # server ends its database session once idle that long (core/leadership.py).
 FOLLOWER_LEASE_SECONDS = env.float("FOLLOWER_LEASE_SECONDS", default=10.0)

@@ -26,9 +26,12 @@ outbox out to the matching endpoints and sends every due delivery.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import os
 import queue
+import select
 import threading
 import time
 from collections import Counter
@@ -52,7 +55,6 @@ from webhooks.services import (
     Finished,
     deliveries_claim,
     deliveries_record_attempts,
-    delivery_signed,
     outbox_fan_out,
 )
 
@@ -85,21 +87,21 @@ class Dispatcher:
         configured = failing_workers or settings.WEBHOOK_FAILING_WORKERS
         self._failing_workers = configured or max(1, self._workers // 4)
         self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="webhook-send")
-        self._connections = ConnectionPools()
+        self._connections = ConnectionPools(per_key=self._per_endpoint)
         self._send = send or functools.partial(attempt_send, pools=self._connections)
         self._jobs: dict[int, _Job] = {}  # delivery id -> its send in flight
         self._finished: queue.SimpleQueue[tuple[_Job, datetime, AttemptResult]] = (
             queue.SimpleQueue()
         )
-        self._wake = threading.Event()
+        self._wake = _Wake()
 
     # --- one round --------------------------------------------------------------------------
 
-    def step(self) -> int:
-        """Record the sends that finished, fan out the outbox, send what is due; returns how
-        much was done (0: nothing to do now)."""
+    def step(self, *, fan_out: bool = True) -> int:
+        """Record the sends that finished, fan out the outbox (unless told there is nothing
+        new), send what is due; returns how much was done (0: nothing to do now)."""
         done = self._record_finished()
-        while fanned := outbox_fan_out():
+        while fan_out and (fanned := outbox_fan_out()):
             done += fanned
         done += self._claim_and_send()
         return done
@@ -140,22 +142,14 @@ class Dispatcher:
             failing_free=failing_free,
             key_load=dict(key_load),
         )
-        if not claimed:
-            return 0
-        deliveries = Delivery.objects.select_related("endpoint", "event").in_bulk(
-            [c.delivery_id for c in claimed]
-        )
         for claim in claimed:
-            delivery = deliveries.get(claim.delivery_id)
-            if delivery is None:
-                continue  # deleted with its endpoint since the claim
             job = _Job(
-                delivery.id,
-                delivery.endpoint_id,
+                claim.delivery_id,
+                claim.endpoint_id,
                 claim.key_id,
                 claim.failing,
-                delivery.event.event_id,
-                delivery_signed(delivery),
+                claim.signed.message_id,
+                claim.signed,
             )
             self._jobs[job.delivery_id] = job
             self._pool.submit(self._attempt, job)
@@ -179,10 +173,14 @@ class Dispatcher:
 
     def run(self, stop: threading.Event) -> None:
         """Rounds until `stop` is set, sleeping while there is nothing to do."""
+        poll, fanned_at = settings.WEBHOOK_POLL_SECONDS, 0.0
         with _Listener() as listener:
             while not stop.is_set():
+                # The outbox is read when a commit wrote it (NOTIFY) or every poll.
+                fan_out = listener.notified() or time.monotonic() - fanned_at >= poll
+                fanned_at = time.monotonic() if fan_out else fanned_at
                 try:
-                    worked = self.step()
+                    worked = self.step(fan_out=fan_out)
                 except Exception:
                     logger.exception("webhook dispatcher round failed")
                     close_old_connections()  # a broken connection is opened anew next round
@@ -214,6 +212,7 @@ class Dispatcher:
         while self._record_finished():
             pass
         self._connections.close()
+        self._wake.close()
 
 
 def _due_now() -> bool:
@@ -222,6 +221,44 @@ def _due_now() -> bool:
         next_attempt_at__lte=timezone.now(),
         endpoint__enabled=True,
     ).exists()
+
+
+class _Wake:
+    """A threading.Event that can also be waited for with select(): a send that finishes wakes
+    the dispatcher at once, also while it waits for a NOTIFY."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+
+    def set(self) -> None:
+        if not self._event.is_set():
+            self._event.set()
+            with contextlib.suppress(BlockingIOError):
+                os.write(self._write, b"!")
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._event.wait(timeout)
+
+    def clear(self) -> None:
+        self._event.clear()
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self._read, 4096):
+                pass
+
+    def fileno(self) -> int:
+        return self._read
+
+    def close(self) -> None:
+        if self._read >= 0:
+            os.close(self._read)
+            os.close(self._write)
+            self._read = self._write = -1
 
 
 class _Listener:
@@ -241,15 +278,24 @@ class _Listener:
                 self._connection = None
         return self
 
-    def wait(self, wake: threading.Event, seconds: float) -> None:
+    def wait(self, wake: _Wake, seconds: float) -> None:
         """Until a NOTIFY, `wake` set, or `seconds` passed."""
+        if wake.is_set():
+            return
         if self._connection is None:
             wake.wait(seconds)
             return
-        deadline = time.monotonic() + seconds
-        while not wake.is_set() and (left := deadline - time.monotonic()) > 0:
-            for _ in self._connection.notifies(timeout=min(left, 0.05), stop_after=1):
-                return
+        select.select([self._connection.fileno(), wake], [], [], seconds)
+
+    def notified(self) -> bool:
+        """Whether a NOTIFY came since the last call (without waiting); always true without
+        LISTEN."""
+        if self._connection is None:
+            return True
+        readable, _, _ = select.select([self._connection.fileno()], [], [], 0)
+        if not readable:
+            return False
+        return any(True for _ in self._connection.notifies(timeout=0, stop_after=1000))
 
     def __exit__(self, *exc_info: object) -> None:
         if self._connection is not None:

@@ -441,6 +441,57 @@ def deliveries_record_attempts(*, finished: list[Finished]) -> dict[int, str]:
                 "outcome": state["status"],
             },
         )
+    _deliveries_update(attempts, states, now=now)
+    for endpoint_id in sorted(endpoints):  # once per endpoint, in id order
+        _endpoint_failing(endpoints[endpoint_id], since=failing[endpoint_id], now=now)
+    return {i: str(state["status"]) for i, state in states.items()}
+
+
+_UPDATE = f"""WITH attempts AS (INSERT INTO {_ATTEMPT}
+    (delivery_id, at, status_code, error, duration_ms, response_head)
+    SELECT * FROM unnest(%s::bigint[], %s::timestamptz[], %s::int[], %s::text[], %s::int[],
+        %s::text[]))
+UPDATE {_DELIVERY} AS d SET status = v.status, attempt_count = v.attempts,
+    first_attempt_at = v.first_at, last_status_code = v.code, next_attempt_at = v.next_at,
+    leased_until = NULL, updated_at = %s
+FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::timestamptz[], %s::int[],
+    %s::timestamptz[]) AS v(id, status, attempts, first_at, code, next_at)
+WHERE d.id = v.id"""
+
+
+def _deliveries_update(
+    attempts: list[Attempt], states: dict[int, dict[str, Any]], *, now: datetime
+) -> None:
+    """The attempts stored and each delivery's state after its attempt, its lease ended: one
+    statement on PostgreSQL (elsewhere bulk_create and bulk_update)."""
+    if not states:
+        return
+    for state in states.values():
+        if state["status"] != Delivery.Status.PENDING:
+            state["next"] = None
+    if connection.vendor == "postgresql":
+        ids = list(states)
+        values = [states[i] for i in ids]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _UPDATE,
+                [
+                    [a.delivery_id for a in attempts],
+                    [a.at for a in attempts],
+                    [a.status_code for a in attempts],
+                    [a.error for a in attempts],
+                    [a.duration_ms for a in attempts],
+                    [a.response_head for a in attempts],
+                    now,
+                    ids,
+                    [str(v["status"]) for v in values],
+                    [v["count"] for v in values],
+                    [v["first"] for v in values],
+                    [v["code"] for v in values],
+                    [v["next"] for v in values],
+                ],
+            )
+        return
     Attempt.objects.bulk_create(attempts, batch_size=1000)
     Delivery.objects.bulk_update(
         [
@@ -450,9 +501,7 @@ def deliveries_record_attempts(*, finished: list[Finished]) -> dict[int, str]:
                 attempt_count=state["count"],
                 first_attempt_at=state["first"],
                 last_status_code=state["code"],
-                next_attempt_at=state["next"]
-                if state["status"] == Delivery.Status.PENDING
-                else None,
+                next_attempt_at=state["next"],
                 leased_until=None,
                 updated_at=now,
             )
@@ -467,11 +516,7 @@ def deliveries_record_attempts(*, finished: list[Finished]) -> dict[int, str]:
             "leased_until",
             "updated_at",
         ],
-        batch_size=500,
     )
-    for endpoint_id in sorted(endpoints):  # once per endpoint, in id order
-        _endpoint_failing(endpoints[endpoint_id], since=failing[endpoint_id], now=now)
-    return {i: str(state["status"]) for i, state in states.items()}
 
 
 def _endpoint_failing(endpoint: Endpoint, *, since: datetime | None, now: datetime) -> None:
@@ -506,12 +551,14 @@ ORDER BY d.next_attempt_at, d.id"""
 
 @dataclass(frozen=True)
 class Claimed:
-    """A delivery claimed for an attempt, and what the claim's fairness counted it as."""
+    """A delivery claimed for an attempt: what it sends, and what the claim's fairness counted
+    it as."""
 
     delivery_id: int
     endpoint_id: int
     key_id: str
     failing: bool
+    signed: Signed
 
 
 @dataclass(frozen=True)
@@ -589,26 +636,40 @@ def deliveries_claim(
         return []
     lease = now + dispatch_lease()
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {_DELIVERY} SET next_attempt_at = %s, leased_until = %s WHERE id = ANY(%s)"
-            " AND status = 'pending' AND next_attempt_at <= %s RETURNING id",
-            [lease, lease, [c.delivery_id for c in taken], now],
-        )
-        claimed = {row[0] for row in cursor.fetchall()}
-    return [
-        Claimed(c.delivery_id, c.endpoint_id, c.key_id, c.failing)
-        for c in taken
-        if c.delivery_id in claimed
-    ]
+        cursor.execute(_CLAIM, [lease, lease, [c.delivery_id for c in taken], now])
+        rows = {row[0]: row for row in cursor.fetchall()}
+    claimed = []
+    for c in taken:
+        if (row := rows.get(c.delivery_id)) is None:
+            continue  # changed since it was read (recorded, retried, cancelled)
+        _, event_id, payload, url, secret, previous, until = row
+        sender = Endpoint(secret=secret, previous_secret=previous, previous_secret_until=until)
+        signed = Signed(url, event_id, _body(payload), endpoint_secrets(sender, now=now))
+        claimed.append(Claimed(c.delivery_id, c.endpoint_id, c.key_id, c.failing, signed))
+    return claimed
+
+
+_CLAIM = f"""UPDATE {_DELIVERY} AS d SET next_attempt_at = %s, leased_until = %s
+FROM {_ENDPOINT} e, {_OUTBOX} o
+WHERE d.id = ANY(%s) AND d.status = 'pending' AND d.next_attempt_at <= %s
+    AND e.id = d.endpoint_id AND o.id = d.event_id
+RETURNING d.id, o.event_id, o.payload::text, e.url, e.secret, e.previous_secret,
+    e.previous_secret_until"""
+
+
+def _body(payload: Any) -> bytes:
+    """The payload as sent: compact JSON (from a dict, or PostgreSQL's text of it)."""
+    if isinstance(payload, str):
+        payload = json.loads(payload)
+    return json.dumps(payload, separators=(",", ":")).encode()
 
 
 def delivery_signed(delivery: Delivery) -> Signed:
     """What an attempt of the delivery sends (signed with the endpoint's secrets of now)."""
-    body = json.dumps(delivery.event.payload, separators=(",", ":")).encode()
     return Signed(
         url=delivery.endpoint.url,
         message_id=delivery.event.event_id,
-        body=body,
+        body=_body(delivery.event.payload),
         secrets=endpoint_secrets(delivery.endpoint),
     )
 

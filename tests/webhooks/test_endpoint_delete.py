@@ -54,14 +54,14 @@ def test_a_delete_while_an_attempt_is_recorded_waits_for_it(keyed, receiver, mon
     attempt writes the endpoint's failing state too. Neither deadlocks nor errs."""
     endpoint, delivery = _endpoint_with_a_delivery(keyed, receiver)
     locked, go = threading.Event(), threading.Event()
-    insert = Attempt.objects.bulk_create
+    write = services._deliveries_update
 
     def held(*args, **kwargs):
         locked.set()  # the recording's locks are taken by now
         assert go.wait(10)
-        return insert(*args, **kwargs)
+        return write(*args, **kwargs)
 
-    monkeypatch.setattr(Attempt.objects, "bulk_create", held)
+    monkeypatch.setattr(services, "_deliveries_update", held)
     errors: list[BaseException] = []
     recorded: list[dict[int, str]] = []
     result = AttemptResult(status, "", 5, "")

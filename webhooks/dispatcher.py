@@ -11,7 +11,10 @@ outbox out to the matching endpoints and sends every due delivery.
   (the key with the fewest sends in flight here takes the next), then across the key's
   endpoints, one due delivery per endpoint per turn, oldest first. Failing endpoints (whose
   last attempt failed or timed out) hold at most settings.WEBHOOK_FAILING_WORKERS senders
-  together (default a quarter of the workers); the rest is kept for the others.
+  together (default a quarter of the workers); the rest is kept for the others. An endpoint
+  this dispatcher has not yet seen answer (new, or since its start) shares the failing
+  endpoints' senders until its first 2xx: a hundred endpoints never heard from cannot take
+  every sender for WEBHOOK_TIMEOUT before they are known to fail.
 - The per-endpoint cap (settings.WEBHOOK_PER_ENDPOINT) holds across dispatcher processes: the
   claim counts each endpoint's leased deliveries, whoever leased them, and claims are
   serialized across dispatchers by a PostgreSQL transaction advisory lock (webhooks.services.
@@ -90,6 +93,7 @@ class Dispatcher:
         self._connections = ConnectionPools(per_key=self._per_endpoint)
         self._send = send or functools.partial(attempt_send, pools=self._connections)
         self._jobs: dict[int, _Job] = {}  # delivery id -> its send in flight
+        self._answered: set[int] = set()  # endpoints whose last attempt here answered 2xx
         self._finished: queue.SimpleQueue[tuple[_Job, datetime, AttemptResult]] = (
             queue.SimpleQueue()
         )
@@ -124,6 +128,10 @@ class Dispatcher:
             for job, _, result in finished:
                 if job.delivery_id in statuses:  # else deleted with its endpoint meanwhile
                     telemetry.attempt_recorded(statuses[job.delivery_id], result)
+                if result.delivered:
+                    self._answered.add(job.endpoint_id)
+                else:
+                    self._answered.discard(job.endpoint_id)
         finally:
             for job, _, _ in finished:
                 self._jobs.pop(job.delivery_id, None)
@@ -141,6 +149,8 @@ class Dispatcher:
             per_endpoint=self._per_endpoint,
             failing_free=failing_free,
             key_load=dict(key_load),
+            restricted_load=dict(Counter(job.key_id for job in jobs if job.failing)),
+            answered=self._answered,
         )
         for claim in claimed:
             job = _Job(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -576,47 +577,78 @@ def claim_fair(
     free: int,
     failing_free: int,
     key_load: dict[str, int],
+    restricted_load: dict[str, int] | None = None,
 ) -> list[Candidate]:
     """At most `free` of the candidates (each endpoint's oldest due ones, oldest first), shared
     fairly: across API keys first (the key with the fewest sends in flight, `key_load`, and
-    claimed so far takes the next), then across the key's endpoints (the endpoint with the
-    fewest leased and claimed so far, one delivery per endpoint per turn, oldest first), with
-    at most `failing_free` to failing endpoints together."""
-    queues: dict[str, dict[int, list[Candidate]]] = {}
+    claimed so far takes the next turn), then across the key's endpoints (the endpoint with the
+    fewest leased and claimed so far, one delivery per endpoint per turn, oldest first).
+
+    Failing candidates (`Candidate.failing`: failing or not yet heard from) get at most
+    `failing_free` senders together. A key's turn takes one of its other candidates first;
+    a key with only failing ones left gives its turn to a failing candidate of the key with
+    the fewest failing sends in flight (`restricted_load`), so that one key's dead endpoints
+    cannot keep another key's new endpoints from their first attempt."""
+    queues: dict[bool, dict[str, dict[int, list[Candidate]]]] = {False: {}, True: {}}
     for candidate in candidates:  # oldest first: each endpoint's queue too
-        queues.setdefault(candidate.key_id, {}).setdefault(candidate.endpoint_id, []).append(
-            candidate
-        )
-    load = {key: key_load.get(key, 0) for key in queues}
+        by_key = queues[candidate.failing].setdefault(candidate.key_id, {})
+        by_key.setdefault(candidate.endpoint_id, []).append(candidate)
+    first_seen: dict[str, int] = {}
+    for candidate in candidates:
+        first_seen.setdefault(candidate.key_id, len(first_seen))  # the oldest due first on a tie
+    load = {key: key_load.get(key, 0) for key in first_seen}
+    restricted = {key: (restricted_load or {}).get(key, 0) for key in first_seen}
     endpoint_load = {c.endpoint_id: c.leased for c in candidates}
-    first_seen = {key: i for i, key in enumerate(queues)}  # the oldest due first on a tie
-    taken: list[Candidate] = []
-    while len(taken) < free and queues:
-        key = min(queues, key=lambda k: (load[k], first_seen[k]))
-        endpoints = queues[key]
+
+    def pop(failing: bool, key: str) -> Candidate:
+        endpoints = queues[failing][key]
         endpoint = min(endpoints, key=lambda e: (endpoint_load[e], endpoints[e][0].delivery_id))
         candidate = endpoints[endpoint].pop(0)
-        if candidate.failing and failing_free <= 0:
-            endpoints[endpoint].clear()  # the failing endpoints hold their share already
-        else:
-            taken.append(candidate)
-            load[key] += 1
-            endpoint_load[endpoint] += 1
-            failing_free -= candidate.failing
         if not endpoints[endpoint]:
             del endpoints[endpoint]
         if not endpoints:
-            del queues[key]
+            del queues[failing][key]
+        return candidate
+
+    taken: list[Candidate] = []
+    while len(taken) < free:
+        if failing_free <= 0:
+            queues[True].clear()  # the failing endpoints hold their share already
+        keys = queues[False].keys() | queues[True].keys()
+        if not keys:
+            break
+        key = min(keys, key=lambda k: (load[k], first_seen[k]))
+        if key in queues[False]:
+            candidate = pop(False, key)
+        else:
+            key = min(queues[True], key=lambda k: (restricted[k], first_seen[k]))
+            candidate = pop(True, key)
+            restricted[key] += 1
+            failing_free -= 1
+        taken.append(candidate)
+        load[key] += 1
+        endpoint_load[candidate.endpoint_id] += 1
     return taken
 
 
 @transaction.atomic
 def deliveries_claim(
-    *, free: int, per_endpoint: int, failing_free: int, key_load: dict[str, int]
+    *,
+    free: int,
+    per_endpoint: int,
+    failing_free: int,
+    key_load: dict[str, int],
+    restricted_load: dict[str, int] | None = None,
+    answered: Collection[int] | None = None,
 ) -> list[Claimed]:
     """Claim up to `free` due deliveries for attempts (claim_fair), each endpoint's leased
     ones, by every dispatcher, kept within `per_endpoint`: each is leased (`leased_until`, and
     `next_attempt_at` moved as far, so that it is sent again if its attempt is never recorded).
+
+    With `answered` (the endpoints that answered 2xx since the dispatcher started and have
+    not failed since), an endpoint not among them counts with the failing ones: a new or
+    unknown endpoint starts with the failing endpoints' share until it answers, so endpoints
+    that were never heard from cannot take every sender before they are known to fail.
 
     Claims are serialized across dispatchers by a transaction advisory lock (one short
     statement pair each), so that two claims never both count an endpoint's free slots."""
@@ -628,10 +660,22 @@ def deliveries_claim(
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [lock_key(CLAIM_LOCK)])
         cursor.execute(_CANDIDATES, {"now": now, "per": per_endpoint})
         candidates = [
-            Candidate(delivery_id, endpoint_id, str(key_id), bool(failing), leased)
+            Candidate(
+                delivery_id,
+                endpoint_id,
+                str(key_id),
+                bool(failing) or (answered is not None and endpoint_id not in answered),
+                leased,
+            )
             for endpoint_id, key_id, failing, leased, delivery_id in cursor.fetchall()
         ]
-    taken = claim_fair(candidates, free=free, failing_free=failing_free, key_load=key_load)
+    taken = claim_fair(
+        candidates,
+        free=free,
+        failing_free=failing_free,
+        key_load=key_load,
+        restricted_load=restricted_load,
+    )
     if not taken:
         return []
     lease = now + dispatch_lease()

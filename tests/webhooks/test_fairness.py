@@ -196,8 +196,10 @@ def test_two_dispatchers_never_send_a_delivery_twice_at_once_and_share_the_cap(s
 
         return send
 
-    first = Dispatcher(workers=8, per_endpoint=per_endpoint, send=sender("first"))
-    second = Dispatcher(workers=8, per_endpoint=per_endpoint, send=sender("second"))
+    # Every sender may go to endpoints not heard from yet: the cap per endpoint is measured.
+    shares = {"workers": 8, "per_endpoint": per_endpoint, "failing_workers": 8}
+    first = Dispatcher(**shares, send=sender("first"))
+    second = Dispatcher(**shares, send=sender("second"))
     errors: list[BaseException] = []
 
     def drain(dispatcher: Dispatcher) -> None:
@@ -324,3 +326,19 @@ def test_failing_endpoints_hold_no_more_than_their_share():
     rows = [("A", 1, False, 3), ("A", 1, False, 3), ("A", 2, False, 0)]
     taken = claim_fair(_candidates(rows), free=2, failing_free=2, key_load={})
     assert [c.delivery_id for c in taken] == [3, 1]
+
+
+def test_one_keys_dead_endpoints_do_not_keep_another_keys_new_ones_from_their_first_attempt():
+    """Key D's endpoints never answered (two of its attempts hang); key F has a new endpoint
+    (2) not heard from yet beside one that answers (1), and more sends in flight than D. The one
+    sender left for such endpoints goes to F's new endpoint, whose key has none of them in
+    flight, not to D's next dead one."""
+    rows = [("D", 7, True, 1), ("D", 8, True, 1), ("F", 1, False, 0), ("F", 2, True, 0)]
+    taken = claim_fair(
+        _candidates(rows),
+        free=3,
+        failing_free=1,
+        key_load={"D": 2, "F": 3},
+        restricted_load={"D": 2},
+    )
+    assert [(c.key_id, c.endpoint_id) for c in taken] == [("F", 2), ("F", 1)]

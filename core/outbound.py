@@ -205,7 +205,7 @@ class PinnedConnection(http.client.HTTPConnection):
 
     def __init__(self, target: Target, address: Address, deadline: Deadline) -> None:
         super().__init__(target.host, target.port)
-        self.address = address
+        self._address = address
         self._deadline = deadline
         self._socket: socket.socket | None = None
 
@@ -225,7 +225,7 @@ class PinnedConnection(http.client.HTTPConnection):
         return bool(readable)
 
     def connect(self) -> None:
-        family, sockaddr = self.address
+        family, sockaddr = self._address
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.settimeout(self._deadline.remaining())
         self._socket.connect(sockaddr)  # an address, never a name: no second resolution

@@ -19,16 +19,19 @@ exchange.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import http.client
 import ipaddress
 import re
+import select
 import socket
 import ssl
 import string
 import time
 import urllib.parse
 from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,13 +116,38 @@ def _is_ip_literal(host: str) -> bool:
 Address = tuple[socket.AddressFamily, tuple[Any, ...]]
 
 
-def pinned_address(target: Target, *, noun: str, allow_private: bool) -> Address:
+# Name resolution within a deadline: getaddrinfo cannot be interrupted, so it runs on one of
+# these threads and the caller waits no longer than its deadline. A resolver that hangs holds
+# its thread until it returns; once all are held, further resolutions wait in the executor's
+# queue and time out at their own deadlines, never past them.
+_RESOLVERS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="resolve")
+
+
+def _resolve(target: Target, deadline: Deadline | None) -> list[Any]:
+    if deadline is None or _is_ip_literal(target.host):  # a literal needs no resolver
+        return socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
+    future = _RESOLVERS.submit(
+        socket.getaddrinfo, target.host, target.port, type=socket.SOCK_STREAM
+    )
+    try:
+        return future.result(timeout=deadline.remaining())
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise TimeoutError(f"{deadline.what} passed while resolving the host") from None
+
+
+def pinned_address(
+    target: Target, *, noun: str, allow_private: bool, deadline: Deadline | None = None
+) -> Address:
     """The one address to connect to: the host is resolved here, once, and refused unless every
     address it resolves to is global (a private one may be what the attacker wants reached).
-    `noun` names the host in the messages ("metadata host")."""
+    `noun` names the host in the messages ("metadata host"). With a `deadline`, a resolver that
+    has not answered by then is TimeoutError."""
     try:
-        infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
+        infos = _resolve(target, deadline)
     except (OSError, UnicodeError) as exc:
+        if isinstance(exc, TimeoutError):
+            raise
         raise OutboundRefused(
             f"the {noun} {target.host!r} does not resolve", rule="resolve"
         ) from exc
@@ -165,15 +193,17 @@ def read_capped(response: http.client.HTTPResponse, cap: int) -> tuple[bytes, bo
 class Deadline:
     def __init__(self, seconds: float, *, what: str = "the deadline") -> None:
         self._at = time.monotonic() + seconds
-        self._what = what
+        self.what = what
 
     def remaining(self) -> float:
         """Seconds left; TimeoutError once there are none."""
-        return seconds_left(self._at, what=self._what)
+        return seconds_left(self._at, what=self.what)
 
 
 class PinnedConnection(http.client.HTTPConnection):
-    """HTTP to the one address that was checked; the Host header still names the host."""
+    """HTTP to the one address that was checked; the Host header still names the host. Kept
+    alive for another request (webhooks/sending.py), it is given that request's deadline
+    (`renew`) and still goes to the address it was made for."""
 
     def __init__(self, target: Target, address: Address, deadline: Deadline) -> None:
         super().__init__(target.host, target.port)
@@ -181,13 +211,28 @@ class PinnedConnection(http.client.HTTPConnection):
         self._deadline = deadline
         self._socket: socket.socket | None = None
 
+    def renew(self, deadline: Deadline) -> None:
+        """The next request's deadline."""
+        self._deadline = deadline
+
+    def idle_closed(self) -> bool:
+        """Whether a kept-alive connection was closed by its peer (or sent what nobody asked
+        for) while idle: it cannot carry another request."""
+        if self._socket is None or self.sock is None:
+            return True
+        try:
+            readable, _, _ = select.select([self._socket], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
+
     def connect(self) -> None:
         family, sockaddr = self._address
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.settimeout(self._deadline.remaining())
         self._socket.connect(sockaddr)  # an address, never a name: no second resolution
         self._socket = self._secure(self._socket)
-        self.sock = DeadlineSocket(self._socket, self._deadline.remaining)
+        self.sock = DeadlineSocket(self._socket, lambda: self._deadline.remaining())
 
     def _secure(self, sock: socket.socket) -> socket.socket:
         return sock

@@ -139,10 +139,18 @@ def _http_fetch(uri: str) -> bytes:
     try:
         target = outbound.target(uri, noun="metadata URI")
         address = outbound.pinned_address(
-            target, noun="metadata host", allow_private=settings.METADATA_ALLOW_PRIVATE_HOSTS
+            target,
+            noun="metadata host",
+            allow_private=settings.METADATA_ALLOW_PRIVATE_HOSTS,
+            deadline=deadline,
         )
     except outbound.OutboundRefused as exc:
         raise MetadataUnavailable(str(exc)) from exc
+    except TimeoutError as exc:  # the name did not resolve within the deadline
+        raise MetadataUnavailable(
+            f"the metadata host {target.host!r} did not resolve within "
+            f"{settings.METADATA_FETCH_TIMEOUT:g} s"
+        ) from exc
     if target.port not in settings.METADATA_ALLOWED_PORTS:
         raise MetadataUnavailable(f"the metadata URI of {target.origin} names a port not allowed")
     connection_class = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedConnection

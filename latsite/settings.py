@@ -416,8 +416,11 @@ WEBHOOK_RETRY_SCHEDULE = env.list(
 # An endpoint whose attempts have all failed for this many seconds is disabled (3 days).
 WEBHOOK_DISABLE_AFTER = env.float("WEBHOOK_DISABLE_AFTER", default=3 * 86400)
 # The dispatcher: sending threads, sends at once per endpoint, polling without NOTIFY.
-WEBHOOK_WORKERS = env.int("WEBHOOK_WORKERS", default=32)
-WEBHOOK_PER_ENDPOINT = env.int("WEBHOOK_PER_ENDPOINT", default=4)
+WEBHOOK_WORKERS = env.int("WEBHOOK_WORKERS", default=64)
+WEBHOOK_PER_ENDPOINT = env.int("WEBHOOK_PER_ENDPOINT", default=4)  # across dispatchers
+# Senders that failing endpoints (their last attempt failed) may hold together; 0: a quarter of
+# WEBHOOK_WORKERS (at least one).
+WEBHOOK_FAILING_WORKERS = env.int("WEBHOOK_FAILING_WORKERS", default=0)
 WEBHOOK_POLL_SECONDS = env.float("WEBHOOK_POLL_SECONDS", default=0.5)
 # A delivery claimed for an attempt is sent again after this many seconds when its attempt was not
 # recorded (its dispatcher died mid-attempt); at least twice WEBHOOK_TIMEOUT.

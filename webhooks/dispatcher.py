@@ -1,21 +1,40 @@
 """The dispatcher (`python manage.py webhooks_dispatch`, the Procfile's `webhooks`): fans the
 outbox out to the matching endpoints and sends every due delivery.
 
-- State lives in PostgreSQL only: a delivery is claimed (SELECT ... FOR UPDATE SKIP LOCKED) by
-  moving its `next_attempt_at` a lease ahead, so a dispatcher that dies mid-attempt leaves it to
-  be sent again when the lease ends (at least once); a second dispatcher skips what the first
-  holds.
-- Sends run in a thread pool, at most settings.WEBHOOK_PER_ENDPOINT at a time per endpoint: a
-  slow or dead endpoint holds that many threads at most, never the others' sends. The threads
-  only send (webhooks/sending.py); this thread reads and writes the database.
+- State lives in PostgreSQL only. A delivery is claimed by leasing it (`leased_until`, and its
+  `next_attempt_at` moved as far ahead), so a dispatcher that dies mid-attempt leaves it to be
+  sent again when the lease ends (at least once).
+- It claims no more deliveries than it has free senders (settings.WEBHOOK_WORKERS threads minus
+  its sends in flight), so a claimed delivery goes to a sender at once and never waits in a
+  queue while its lease runs: a delivery is never sent twice at once.
+- The free senders are shared fairly (webhooks.services.claim_fair): across API keys first
+  (the key with the fewest sends in flight here takes the next), then across the key's
+  endpoints, one due delivery per endpoint per turn, oldest first. Failing endpoints (whose
+  last attempt failed or timed out) hold at most settings.WEBHOOK_FAILING_WORKERS senders
+  together (default a quarter of the workers); the rest is kept for the others. An endpoint
+  this dispatcher has not yet seen answer (new, or since its start) shares the failing
+  endpoints' senders until its first 2xx: a hundred endpoints never heard from cannot take
+  every sender for WEBHOOK_TIMEOUT before they are known to fail.
+- The per-endpoint cap (settings.WEBHOOK_PER_ENDPOINT) holds across dispatcher processes: the
+  claim counts each endpoint's leased deliveries, whoever leased them, and claims are
+  serialized across dispatchers by a PostgreSQL transaction advisory lock (webhooks.services.
+  deliveries_claim), so two claims never both take an endpoint's last slot. A dispatcher that
+  died holds its slots until its leases end.
+- The threads only send (webhooks/sending.py, one pool of kept-alive connections per endpoint
+  address); this thread reads and writes the database: finished attempts are recorded in
+  batches, one transaction each (webhooks.services.deliveries_record_attempts).
 - It wakes on the outbox's NOTIFY (PostgreSQL) or every settings.WEBHOOK_POLL_SECONDS, and as
   soon as a send finishes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
+import os
 import queue
+import select
 import threading
 import time
 from collections import Counter
@@ -27,31 +46,32 @@ from typing import Any
 
 import psycopg
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from core.db import listener_conninfo
 from webhooks import telemetry
 from webhooks.models import Delivery
 from webhooks.outbox import NOTIFY_CHANNEL
-from webhooks.sending import AttemptResult, Signed, attempt_send
+from webhooks.sending import AttemptResult, ConnectionPools, Signed, attempt_send
 from webhooks.services import (
-    delivery_record_attempt,
-    delivery_signed,
-    dispatch_lease,
+    Finished,
+    deliveries_claim,
+    deliveries_record_attempts,
     outbox_fan_out,
 )
 
 logger = logging.getLogger(__name__)
 
-_CLAIM_BATCH = 200
-_RECORD_BATCH = 200
+_RECORD_BATCH = 500
 
 
 @dataclass(frozen=True)
 class _Job:
     delivery_id: int
     endpoint_id: int
+    key_id: str
+    failing: bool
     event_id: str
     signed: Signed
 
@@ -62,26 +82,30 @@ class Dispatcher:
         *,
         workers: int | None = None,
         per_endpoint: int | None = None,
-        send: Callable[[Signed], AttemptResult] = attempt_send,
+        failing_workers: int | None = None,
+        send: Callable[[Signed], AttemptResult] | None = None,
     ) -> None:
         self._workers = workers or settings.WEBHOOK_WORKERS
         self._per_endpoint = per_endpoint or settings.WEBHOOK_PER_ENDPOINT
+        configured = failing_workers or settings.WEBHOOK_FAILING_WORKERS
+        self._failing_workers = configured or max(1, self._workers // 4)
         self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="webhook-send")
-        self._send = send
-        self._busy: Counter[int] = Counter()  # endpoint id -> sends in flight
-        self._in_flight: set[int] = set()  # delivery ids
+        self._connections = ConnectionPools(per_key=self._per_endpoint)
+        self._send = send or functools.partial(attempt_send, pools=self._connections)
+        self._jobs: dict[int, _Job] = {}  # delivery id -> its send in flight
+        self._answered: set[int] = set()  # endpoints whose last attempt here answered 2xx
         self._finished: queue.SimpleQueue[tuple[_Job, datetime, AttemptResult]] = (
             queue.SimpleQueue()
         )
-        self._wake = threading.Event()
+        self._wake = _Wake()
 
     # --- one round --------------------------------------------------------------------------
 
-    def step(self) -> int:
-        """Record the sends that finished, fan out the outbox, send what is due; returns how
-        much was done (0: nothing to do now)."""
+    def step(self, *, fan_out: bool = True) -> int:
+        """Record the sends that finished, fan out the outbox (unless told there is nothing
+        new), send what is due; returns how much was done (0: nothing to do now)."""
         done = self._record_finished()
-        while fanned := outbox_fan_out():
+        while fan_out and (fanned := outbox_fan_out()):
             done += fanned
         done += self._claim_and_send()
         return done
@@ -98,55 +122,46 @@ class Dispatcher:
         if not finished:
             return 0
         try:
-            with transaction.atomic():
-                for job, at, result in finished:
-                    try:
-                        delivery = delivery_record_attempt(
-                            delivery_id=job.delivery_id, at=at, result=result
-                        )
-                        telemetry.attempt_recorded(delivery.status, result)
-                    except Delivery.DoesNotExist:
-                        pass  # its endpoint was deleted during the attempt
+            statuses = deliveries_record_attempts(
+                finished=[Finished(job.delivery_id, at, result) for job, at, result in finished]
+            )
+            for job, _, result in finished:
+                if job.delivery_id in statuses:  # else deleted with its endpoint meanwhile
+                    telemetry.attempt_recorded(statuses[job.delivery_id], result)
+                if result.delivered:
+                    self._answered.add(job.endpoint_id)
+                else:
+                    self._answered.discard(job.endpoint_id)
         finally:
             for job, _, _ in finished:
-                self._busy[job.endpoint_id] -= 1
-                self._in_flight.discard(job.delivery_id)
+                self._jobs.pop(job.delivery_id, None)
         return len(finished)
 
     def _claim_and_send(self) -> int:
-        full = [endpoint for endpoint, n in self._busy.items() if n >= self._per_endpoint]
-        with transaction.atomic():
-            now = timezone.now()
-            due = list(
-                Delivery.objects.filter(
-                    status=Delivery.Status.PENDING,
-                    next_attempt_at__lte=now,
-                    endpoint__enabled=True,
-                )
-                .exclude(endpoint_id__in=full)
-                .exclude(id__in=self._in_flight)
-                .select_related("endpoint", "event")
-                .order_by("next_attempt_at", "id")
-                .select_for_update(skip_locked=True, of=("self",))[:_CLAIM_BATCH]
-            )
-            busy = Counter(self._busy)
-            claimed: list[Delivery] = []
-            for delivery in due:
-                if busy[delivery.endpoint_id] < self._per_endpoint:
-                    busy[delivery.endpoint_id] += 1
-                    claimed.append(delivery)
-            Delivery.objects.filter(id__in=[d.id for d in claimed]).update(
-                next_attempt_at=now + dispatch_lease()
-            )
-        for delivery in claimed:
+        jobs = list(self._jobs.values())
+        free = self._workers - len(jobs)
+        if free <= 0:
+            return 0
+        key_load = Counter(job.key_id for job in jobs)
+        failing_free = self._failing_workers - sum(job.failing for job in jobs)
+        claimed = deliveries_claim(
+            free=free,
+            per_endpoint=self._per_endpoint,
+            failing_free=failing_free,
+            key_load=dict(key_load),
+            restricted_load=dict(Counter(job.key_id for job in jobs if job.failing)),
+            answered=self._answered,
+        )
+        for claim in claimed:
             job = _Job(
-                delivery.id,
-                delivery.endpoint_id,
-                delivery.event.event_id,
-                delivery_signed(delivery),
+                claim.delivery_id,
+                claim.endpoint_id,
+                claim.key_id,
+                claim.failing,
+                claim.signed.message_id,
+                claim.signed,
             )
-            self._busy[job.endpoint_id] += 1
-            self._in_flight.add(job.delivery_id)
+            self._jobs[job.delivery_id] = job
             self._pool.submit(self._attempt, job)
         return len(claimed)
 
@@ -164,14 +179,18 @@ class Dispatcher:
 
     @property
     def in_flight(self) -> int:
-        return len(self._in_flight)
+        return len(self._jobs)
 
     def run(self, stop: threading.Event) -> None:
         """Rounds until `stop` is set, sleeping while there is nothing to do."""
+        poll, fanned_at = settings.WEBHOOK_POLL_SECONDS, 0.0
         with _Listener() as listener:
             while not stop.is_set():
+                # The outbox is read when a commit wrote it (NOTIFY) or every poll.
+                fan_out = listener.notified() or time.monotonic() - fanned_at >= poll
+                fanned_at = time.monotonic() if fan_out else fanned_at
                 try:
-                    worked = self.step()
+                    worked = self.step(fan_out=fan_out)
                 except Exception:
                     logger.exception("webhook dispatcher round failed")
                     close_old_connections()  # a broken connection is opened anew next round
@@ -192,7 +211,7 @@ class Dispatcher:
             if until is not None:
                 if until():
                     return
-            elif not self._in_flight and not _due_now():
+            elif not self._jobs and not _due_now():
                 return
             self._wake.wait(0.02)
             self._wake.clear()
@@ -202,6 +221,8 @@ class Dispatcher:
         self._pool.shutdown(wait=True)
         while self._record_finished():
             pass
+        self._connections.close()
+        self._wake.close()
 
 
 def _due_now() -> bool:
@@ -210,6 +231,44 @@ def _due_now() -> bool:
         next_attempt_at__lte=timezone.now(),
         endpoint__enabled=True,
     ).exists()
+
+
+class _Wake:
+    """A threading.Event that can also be waited for with select(): a send that finishes wakes
+    the dispatcher at once, also while it waits for a NOTIFY."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+
+    def set(self) -> None:
+        if not self._event.is_set():
+            self._event.set()
+            with contextlib.suppress(BlockingIOError):
+                os.write(self._write, b"!")
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._event.wait(timeout)
+
+    def clear(self) -> None:
+        self._event.clear()
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self._read, 4096):
+                pass
+
+    def fileno(self) -> int:
+        return self._read
+
+    def close(self) -> None:
+        if self._read >= 0:
+            os.close(self._read)
+            os.close(self._write)
+            self._read = self._write = -1
 
 
 class _Listener:
@@ -229,15 +288,24 @@ class _Listener:
                 self._connection = None
         return self
 
-    def wait(self, wake: threading.Event, seconds: float) -> None:
+    def wait(self, wake: _Wake, seconds: float) -> None:
         """Until a NOTIFY, `wake` set, or `seconds` passed."""
+        if wake.is_set():
+            return
         if self._connection is None:
             wake.wait(seconds)
             return
-        deadline = time.monotonic() + seconds
-        while not wake.is_set() and (left := deadline - time.monotonic()) > 0:
-            for _ in self._connection.notifies(timeout=min(left, 0.05), stop_after=1):
-                return
+        select.select([self._connection.fileno(), wake], [], [], seconds)
+
+    def notified(self) -> bool:
+        """Whether a NOTIFY came since the last call (without waiting); always true without
+        LISTEN."""
+        if self._connection is None:
+            return True
+        readable, _, _ = select.select([self._connection.fileno()], [], [], 0)
+        if not readable:
+            return False
+        return any(True for _ in self._connection.notifies(timeout=0, stop_after=1000))
 
     def __exit__(self, *exc_info: object) -> None:
         if self._connection is not None:

@@ -113,10 +113,13 @@ class Delivery(models.Model):
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     first_attempt_at = models.DateTimeField(null=True, blank=True)
     last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    # Claimed by a dispatcher for an attempt, until then (the lease): counted against the
+    # endpoint's WEBHOOK_PER_ENDPOINT by every dispatcher's claim; None once recorded.
+    leased_until = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    history = History(excluded_fields=["updated_at"])
+    history = History(excluded_fields=["updated_at", "leased_until"])
 
     class Meta:
         ordering = ("-id",)
@@ -131,6 +134,17 @@ class Delivery(models.Model):
                 name="delivery_due_idx",
             ),
             models.Index(fields=("endpoint", "-id"), name="delivery_endpoint_idx"),
+            # The claim: each endpoint's oldest due deliveries, and its leased ones.
+            models.Index(
+                fields=("endpoint", "next_attempt_at", "id"),
+                condition=models.Q(status="pending"),
+                name="delivery_endpoint_due_idx",
+            ),
+            models.Index(
+                fields=("endpoint", "leased_until"),
+                condition=models.Q(leased_until__isnull=False),
+                name="delivery_leased_idx",
+            ),
         ]
 
     def __str__(self) -> str:

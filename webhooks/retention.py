@@ -13,8 +13,9 @@ what is older.
   deliveries and attempts (normally gone already, their retention is shorter), the
   `eventRemoved` that withdraws it keeps its payload (`removedId`) and loses the reference.
 - Locks are taken in the order the dispatcher takes them (outbox rows, then deliveries; an
-  attempt's recording locks its delivery, then its endpoint), so a batch and a dispatcher wait
-  for each other at most, and an attempt recorded meanwhile is deleted with its delivery.
+  attempt's recording locks its endpoint, then its delivery, and a batch locks no endpoint), so
+  a batch and a dispatcher wait for each other at most, and an attempt recorded meanwhile is
+  deleted with its delivery.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,6 +21,7 @@ from rest_framework_api_key.models import APIKey
 from core import outbound
 from core.api.params import parse_addresses
 from core.errors import InvalidInput, NotFound, ServiceError
+from core.locks import lock_key
 from webhooks.models import Attempt, Delivery, Endpoint, OutboxEvent
 from webhooks.outbox import TYPES, Filters, outbox_ping
 from webhooks.sending import AttemptResult, Signed, attempt_send, url_probe
@@ -156,6 +158,7 @@ def endpoint_update(*, endpoint: Endpoint, fields: EndpointFields) -> Endpoint:
 _DELIVERY = Delivery._meta.db_table
 _ATTEMPT = Attempt._meta.db_table
 _OUTBOX = OutboxEvent._meta.db_table
+_ENDPOINT = Endpoint._meta.db_table
 
 
 @transaction.atomic
@@ -164,17 +167,15 @@ def endpoint_delete(*, endpoint: Endpoint) -> None:
     in a few statements, never read into the request (an endpoint has up to
     DELIVERY_RETENTION_DAYS of deliveries).
 
-    Locks are taken in the order an attempt's recording takes them (its delivery, then its
-    endpoint: webhooks.services.delivery_record_attempt), so neither waits for the other for
-    ever: the endpoint's deliveries, then the endpoint (a fan-out naming it meanwhile waits,
-    fails at its commit and is done again without it), then the deliveries again (those a
-    fan-out committed in between). An attempt recorded meanwhile commits before the rows to
-    delete are collected (its attempt goes with them) or finds its delivery gone (without the
-    locks it outlived the delivery: a foreign-key violation, a 500). The deliveries' history
-    rows are left to the retention job (webhooks/retention.py); the endpoint's own history
-    records the deletion."""
+    Locks are taken in the order an attempt's recording takes them
+    (webhooks.services.deliveries_record_attempts): the endpoint, then its deliveries, so
+    neither waits for the other for ever. Once the endpoint is locked no fan-out can add a
+    delivery of it (a fan-out naming it waits, fails at its commit and is done again without
+    it), and a fan-out that named it before has committed. An attempt recorded meanwhile
+    either commits before (its attempt goes with its delivery) or finds its delivery gone
+    and is let go. The deliveries' history rows are left to the retention job
+    (webhooks/retention.py); the endpoint's own history records the deletion."""
     params = [endpoint.id]
-    _lock_rows(f"SELECT 1 FROM {_DELIVERY} WHERE endpoint_id = %s", params)
     Endpoint.objects.select_for_update().filter(id=endpoint.id).first()
     _lock_rows(f"SELECT 1 FROM {_DELIVERY} WHERE endpoint_id = %s", params)
     with connection.cursor() as cursor:
@@ -328,92 +329,391 @@ def retry_delay(attempts: int) -> float | None:
     return float(schedule[attempts - 1]) if attempts <= len(schedule) else None
 
 
-@transaction.atomic
+@dataclass(frozen=True)
+class Finished:
+    """One attempt to record: its delivery, when it started, what came of it."""
+
+    delivery_id: int
+    at: datetime
+    result: AttemptResult
+
+
 def delivery_record_attempt(*, delivery_id: int, at: datetime, result: AttemptResult) -> Delivery:
-    """The attempt stored, and what it makes of its delivery: delivered (2xx), tried again on
-    the schedule (a network error, a timeout, a 5xx, a 408, a 429 not before its Retry-After),
-    or failed (anything else, or the schedule's end). An endpoint whose attempts have all failed
-    for WEBHOOK_DISABLE_AFTER seconds is disabled."""
-    delivery = (
-        Delivery.objects.select_for_update(of=("self",))
-        .select_related("endpoint", "event")
-        .get(id=delivery_id)
-    )
-    Attempt.objects.create(
-        delivery=delivery,
-        at=at,
-        status_code=result.status_code,
-        error=result.error[:300],
-        duration_ms=result.duration_ms,
-        response_head=result.response_head,
-    )
-    delivery.attempt_count += 1
-    delivery.first_attempt_at = delivery.first_attempt_at or at
-    delivery.last_status_code = result.status_code
-    endpoint = delivery.endpoint
-    if delivery.status != Delivery.Status.PENDING:  # cancelled meanwhile (a reorg)
-        delivery.save()
-        return delivery
-    if delivery.event.removed and not result.delivered:  # orphaned during its first attempt
-        delivery.status = Delivery.Status.CANCELLED
-        delivery.next_attempt_at = None
-        delivery.save()
-        return delivery
+    """One attempt recorded (deliveries_record_attempts); Delivery.DoesNotExist when its
+    endpoint was deleted meanwhile."""
+    deliveries_record_attempts(finished=[Finished(delivery_id, at, result)])
+    return Delivery.objects.select_related("endpoint", "event").get(id=delivery_id)
+
+
+@transaction.atomic
+def deliveries_record_attempts(*, finished: list[Finished]) -> dict[int, str]:
+    """The attempts stored, in one transaction, and what each makes of its delivery: delivered
+    (2xx), tried again on the schedule (a network error, a timeout, a 5xx, a 408, a 429 not
+    before its Retry-After), or failed (anything else, or the schedule's end). An endpoint
+    whose attempts have all failed for WEBHOOK_DISABLE_AFTER seconds is disabled. Returns each
+    recorded delivery's status; a delivery deleted meanwhile (with its endpoint) is left out.
+
+    Lock order, as endpoint_delete takes them: the endpoints (in id order), then their
+    deliveries (in id order). Each attempt writes its attempt row and one row update of its
+    delivery (no history row: the attempt is the record); each endpoint is written at most
+    once per batch, and only when its failing state changes."""
+    if not finished:
+        return {}
+    delivery_ids = sorted({f.delivery_id for f in finished})
+    # The endpoints first (read through the deliveries), locked in id order; then the
+    # deliveries, in id order.
+    endpoints = {
+        e.id: e
+        for e in Endpoint.objects.filter(
+            id__in=Delivery.objects.filter(id__in=delivery_ids).values("endpoint_id")
+        )
+        .order_by("id")
+        .select_for_update(no_key=True)
+    }
+    rows = {
+        row[0]: row
+        for row in Delivery.objects.filter(id__in=delivery_ids)
+        .order_by("id")
+        .select_for_update(of=("self",))
+        .values_list(
+            "id",
+            "endpoint_id",
+            "status",
+            "attempt_count",
+            "first_attempt_at",
+            "event__removed",
+            "event__event_id",
+        )
+    }
     now = timezone.now()
-    if result.delivered:
-        delivery.status = Delivery.Status.DELIVERED
-        delivery.next_attempt_at = None
-        if endpoint.failing_since is not None:
-            Endpoint.objects.filter(id=endpoint.id).update(failing_since=None)
-    else:
-        delay = retry_delay(delivery.attempt_count) if result.retryable else None
-        if delay is None:
-            delivery.status = Delivery.Status.FAILED
-            delivery.next_attempt_at = None
+    attempts: list[Attempt] = []
+    states: dict[int, dict[str, Any]] = {}
+    failing: dict[int, datetime | None] = {i: e.failing_since for i, e in endpoints.items()}
+    for item in sorted(finished, key=lambda f: f.at):
+        row = rows.get(item.delivery_id)
+        if row is None or row[1] not in endpoints:
+            continue  # deleted with its endpoint during the attempt
+        result = item.result
+        _, endpoint_id, status, count, first, removed, event_id = row
+        state = states.setdefault(
+            item.delivery_id,
+            {"status": status, "count": count, "first": first, "next": None, "code": None},
+        )
+        attempts.append(
+            Attempt(
+                delivery_id=item.delivery_id,
+                at=item.at,
+                status_code=result.status_code,
+                error=result.error[:300],
+                duration_ms=result.duration_ms,
+                response_head=result.response_head,
+            )
+        )
+        state["count"] += 1
+        state["first"] = state["first"] or item.at
+        state["code"] = result.status_code
+        if state["status"] != Delivery.Status.PENDING:  # cancelled meanwhile (a reorg)
+            continue
+        if removed and not result.delivered:  # orphaned during its first attempt
+            state["status"] = Delivery.Status.CANCELLED
+            continue
+        if result.delivered:
+            state["status"] = Delivery.Status.DELIVERED
+            failing[endpoint_id] = None
         else:
-            due = delivery.first_attempt_at + timedelta(seconds=delay)
-            if result.retry_after is not None:
-                due = max(due, now + timedelta(seconds=min(result.retry_after, 86400)))
-            delivery.next_attempt_at = due
-        _endpoint_failed(endpoint, at=at, now=now)
-    delivery.save()
-    logger.info(
-        "webhook attempt",
-        extra={
-            "event_id": delivery.event.event_id,
-            "delivery_id": delivery.id,
-            "endpoint": endpoint.public_id,
-            "status_code": result.status_code,
-            "error": result.error,
-            "duration_ms": result.duration_ms,
-            "outcome": delivery.status,
-        },
-    )
-    return delivery
+            delay = retry_delay(state["count"]) if result.retryable else None
+            if delay is None:
+                state["status"] = Delivery.Status.FAILED
+            else:
+                due = state["first"] + timedelta(seconds=delay)
+                if result.retry_after is not None:
+                    due = max(due, now + timedelta(seconds=min(result.retry_after, 86400)))
+                state["next"] = due
+            failing[endpoint_id] = failing[endpoint_id] or item.at
+        logger.info(
+            "webhook attempt",
+            extra={
+                "event_id": event_id,
+                "delivery_id": item.delivery_id,
+                "endpoint": endpoints[endpoint_id].public_id,
+                "status_code": result.status_code,
+                "error": result.error,
+                "duration_ms": result.duration_ms,
+                "outcome": state["status"],
+            },
+        )
+    _deliveries_update(attempts, states, now=now)
+    for endpoint_id in sorted(endpoints):  # once per endpoint, in id order
+        _endpoint_failing(endpoints[endpoint_id], since=failing[endpoint_id], now=now)
+    return {i: str(state["status"]) for i, state in states.items()}
 
 
-def _endpoint_failed(endpoint: Endpoint, *, at: datetime, now: datetime) -> None:
-    since = endpoint.failing_since
-    if since is None:
-        Endpoint.objects.filter(id=endpoint.id, failing_since__isnull=True).update(failing_since=at)
+_UPDATE = f"""WITH attempts AS (INSERT INTO {_ATTEMPT}
+    (delivery_id, at, status_code, error, duration_ms, response_head)
+    SELECT * FROM unnest(%s::bigint[], %s::timestamptz[], %s::int[], %s::text[], %s::int[],
+        %s::text[]))
+UPDATE {_DELIVERY} AS d SET status = v.status, attempt_count = v.attempts,
+    first_attempt_at = v.first_at, last_status_code = v.code, next_attempt_at = v.next_at,
+    leased_until = NULL, updated_at = %s
+FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::timestamptz[], %s::int[],
+    %s::timestamptz[]) AS v(id, status, attempts, first_at, code, next_at)
+WHERE d.id = v.id"""
+
+
+def _deliveries_update(
+    attempts: list[Attempt], states: dict[int, dict[str, Any]], *, now: datetime
+) -> None:
+    """The attempts stored and each delivery's state after its attempt, its lease ended: one
+    statement on PostgreSQL (elsewhere bulk_create and bulk_update)."""
+    if not states:
         return
-    if (now - since).total_seconds() >= settings.WEBHOOK_DISABLE_AFTER and endpoint.enabled:
-        # Read again, locked: disabled meanwhile (staff, its key) it stays as they left it.
-        current = Endpoint.objects.select_for_update(no_key=True).filter(id=endpoint.id).first()
-        if current is None or not current.enabled:
-            return
+    for state in states.values():
+        if state["status"] != Delivery.Status.PENDING:
+            state["next"] = None
+    if connection.vendor == "postgresql":
+        ids = list(states)
+        values = [states[i] for i in ids]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _UPDATE,
+                [
+                    [a.delivery_id for a in attempts],
+                    [a.at for a in attempts],
+                    [a.status_code for a in attempts],
+                    [a.error for a in attempts],
+                    [a.duration_ms for a in attempts],
+                    [a.response_head for a in attempts],
+                    now,
+                    ids,
+                    [str(v["status"]) for v in values],
+                    [v["count"] for v in values],
+                    [v["first"] for v in values],
+                    [v["code"] for v in values],
+                    [v["next"] for v in values],
+                ],
+            )
+        return
+    Attempt.objects.bulk_create(attempts, batch_size=1000)
+    Delivery.objects.bulk_update(
+        [
+            Delivery(
+                id=delivery_id,
+                status=state["status"],
+                attempt_count=state["count"],
+                first_attempt_at=state["first"],
+                last_status_code=state["code"],
+                next_attempt_at=state["next"],
+                leased_until=None,
+                updated_at=now,
+            )
+            for delivery_id, state in states.items()
+        ],
+        [
+            "status",
+            "attempt_count",
+            "first_attempt_at",
+            "last_status_code",
+            "next_attempt_at",
+            "leased_until",
+            "updated_at",
+        ],
+    )
+
+
+def _endpoint_failing(endpoint: Endpoint, *, since: datetime | None, now: datetime) -> None:
+    """The endpoint's failing state after the batch (locked already): failing since `since`
+    (None: its last attempt succeeded), disabled once that is WEBHOOK_DISABLE_AFTER ago. A
+    disabled endpoint (staff, its key) stays as they left it."""
+    if since != endpoint.failing_since:
+        Endpoint.objects.filter(id=endpoint.id).update(failing_since=since)
+        endpoint.failing_since = since
+    if since is None or not endpoint.enabled:
+        return
+    if (now - since).total_seconds() >= settings.WEBHOOK_DISABLE_AFTER:
         days = settings.WEBHOOK_DISABLE_AFTER / 86400
-        _save(current, {"enabled": False, "disabled_reason": f"{FAILING_PREFIX}{days:g} days."})
+        _save(endpoint, {"enabled": False, "disabled_reason": f"{FAILING_PREFIX}{days:g} days."})
         logger.warning("webhook endpoint disabled", extra={"endpoint": endpoint.public_id})
+
+
+# --- the claim -----------------------------------------------------------------------------------
+
+CLAIM_LOCK = "webhooks.claim"  # core.locks.lock_key: one claim at a time across dispatchers
+
+_CANDIDATES = f"""SELECT e.id, e.api_key_id, e.failing_since IS NOT NULL, l.n, d.id
+FROM {_ENDPOINT} e
+CROSS JOIN LATERAL (SELECT count(*) AS n FROM {_DELIVERY} l
+    WHERE l.endpoint_id = e.id AND l.leased_until > %(now)s) l
+CROSS JOIN LATERAL (SELECT id, next_attempt_at FROM {_DELIVERY} d
+    WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= %(now)s
+    ORDER BY d.next_attempt_at, d.id LIMIT greatest(%(per)s - l.n, 0)) d
+WHERE e.enabled
+ORDER BY d.next_attempt_at, d.id"""
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A delivery claimed for an attempt: what it sends, and what the claim's fairness counted
+    it as."""
+
+    delivery_id: int
+    endpoint_id: int
+    key_id: str
+    failing: bool
+    signed: Signed
+
+
+@dataclass(frozen=True)
+class Candidate:
+    delivery_id: int
+    endpoint_id: int
+    key_id: str
+    failing: bool
+    leased: int  # the endpoint's deliveries leased now, by every dispatcher
+
+
+def claim_fair(
+    candidates: list[Candidate],
+    *,
+    free: int,
+    failing_free: int,
+    key_load: dict[str, int],
+    restricted_load: dict[str, int] | None = None,
+) -> list[Candidate]:
+    """At most `free` of the candidates (each endpoint's oldest due ones, oldest first), shared
+    fairly: across API keys first (the key with the fewest sends in flight, `key_load`, and
+    claimed so far takes the next turn), then across the key's endpoints (the endpoint with the
+    fewest leased and claimed so far, one delivery per endpoint per turn, oldest first).
+
+    Failing candidates (`Candidate.failing`: failing or not yet heard from) get at most
+    `failing_free` senders together. A key's turn takes one of its other candidates first;
+    a key with only failing ones left gives its turn to a failing candidate of the key with
+    the fewest failing sends in flight (`restricted_load`), so that one key's dead endpoints
+    cannot keep another key's new endpoints from their first attempt."""
+    queues: dict[bool, dict[str, dict[int, list[Candidate]]]] = {False: {}, True: {}}
+    for candidate in candidates:  # oldest first: each endpoint's queue too
+        by_key = queues[candidate.failing].setdefault(candidate.key_id, {})
+        by_key.setdefault(candidate.endpoint_id, []).append(candidate)
+    first_seen: dict[str, int] = {}
+    for candidate in candidates:
+        first_seen.setdefault(candidate.key_id, len(first_seen))  # the oldest due first on a tie
+    load = {key: key_load.get(key, 0) for key in first_seen}
+    restricted = {key: (restricted_load or {}).get(key, 0) for key in first_seen}
+    endpoint_load = {c.endpoint_id: c.leased for c in candidates}
+
+    def pop(failing: bool, key: str) -> Candidate:
+        endpoints = queues[failing][key]
+        endpoint = min(endpoints, key=lambda e: (endpoint_load[e], endpoints[e][0].delivery_id))
+        candidate = endpoints[endpoint].pop(0)
+        if not endpoints[endpoint]:
+            del endpoints[endpoint]
+        if not endpoints:
+            del queues[failing][key]
+        return candidate
+
+    taken: list[Candidate] = []
+    while len(taken) < free:
+        if failing_free <= 0:
+            queues[True].clear()  # the failing endpoints hold their share already
+        keys = queues[False].keys() | queues[True].keys()
+        if not keys:
+            break
+        key = min(keys, key=lambda k: (load[k], first_seen[k]))
+        if key in queues[False]:
+            candidate = pop(False, key)
+        else:
+            key = min(queues[True], key=lambda k: (restricted[k], first_seen[k]))
+            candidate = pop(True, key)
+            restricted[key] += 1
+            failing_free -= 1
+        taken.append(candidate)
+        load[key] += 1
+        endpoint_load[candidate.endpoint_id] += 1
+    return taken
+
+
+@transaction.atomic
+def deliveries_claim(
+    *,
+    free: int,
+    per_endpoint: int,
+    failing_free: int,
+    key_load: dict[str, int],
+    restricted_load: dict[str, int] | None = None,
+    answered: Collection[int] | None = None,
+) -> list[Claimed]:
+    """Claim up to `free` due deliveries for attempts (claim_fair), each endpoint's leased
+    ones, by every dispatcher, kept within `per_endpoint`: each is leased (`leased_until`, and
+    `next_attempt_at` moved as far, so that it is sent again if its attempt is never recorded).
+
+    With `answered` (the endpoints that answered 2xx since the dispatcher started and have
+    not failed since), an endpoint not among them counts with the failing ones: a new or
+    unknown endpoint starts with the failing endpoints' share until it answers, so endpoints
+    that were never heard from cannot take every sender before they are known to fail.
+
+    Claims are serialized across dispatchers by a transaction advisory lock (one short
+    statement pair each), so that two claims never both count an endpoint's free slots."""
+    if free <= 0:
+        return []
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [lock_key(CLAIM_LOCK)])
+        cursor.execute(_CANDIDATES, {"now": now, "per": per_endpoint})
+        candidates = [
+            Candidate(
+                delivery_id,
+                endpoint_id,
+                str(key_id),
+                bool(failing) or (answered is not None and endpoint_id not in answered),
+                leased,
+            )
+            for endpoint_id, key_id, failing, leased, delivery_id in cursor.fetchall()
+        ]
+    taken = claim_fair(
+        candidates,
+        free=free,
+        failing_free=failing_free,
+        key_load=key_load,
+        restricted_load=restricted_load,
+    )
+    if not taken:
+        return []
+    lease = now + dispatch_lease()
+    with connection.cursor() as cursor:
+        cursor.execute(_CLAIM, [lease, lease, [c.delivery_id for c in taken], now])
+        rows = {row[0]: row for row in cursor.fetchall()}
+    claimed = []
+    for c in taken:
+        if (row := rows.get(c.delivery_id)) is None:
+            continue  # changed since it was read (recorded, retried, cancelled)
+        _, event_id, payload, url, secret, previous, until = row
+        sender = Endpoint(secret=secret, previous_secret=previous, previous_secret_until=until)
+        signed = Signed(url, event_id, _body(payload), endpoint_secrets(sender, now=now))
+        claimed.append(Claimed(c.delivery_id, c.endpoint_id, c.key_id, c.failing, signed))
+    return claimed
+
+
+_CLAIM = f"""UPDATE {_DELIVERY} AS d SET next_attempt_at = %s, leased_until = %s
+FROM {_ENDPOINT} e, {_OUTBOX} o
+WHERE d.id = ANY(%s) AND d.status = 'pending' AND d.next_attempt_at <= %s
+    AND e.id = d.endpoint_id AND o.id = d.event_id
+RETURNING d.id, o.event_id, o.payload::text, e.url, e.secret, e.previous_secret,
+    e.previous_secret_until"""
+
+
+def _body(payload: Any) -> bytes:
+    """The payload as sent: compact JSON (from a dict, or PostgreSQL's text of it)."""
+    if isinstance(payload, str):
+        payload = json.loads(payload)
+    return json.dumps(payload, separators=(",", ":")).encode()
 
 
 def delivery_signed(delivery: Delivery) -> Signed:
     """What an attempt of the delivery sends (signed with the endpoint's secrets of now)."""
-    body = json.dumps(delivery.event.payload, separators=(",", ":")).encode()
     return Signed(
         url=delivery.endpoint.url,
         message_id=delivery.event.event_id,
-        body=body,
+        body=_body(delivery.event.payload),
         secrets=endpoint_secrets(delivery.endpoint),
     )
 

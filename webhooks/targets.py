@@ -34,11 +34,17 @@ def webhook_target(url: str) -> outbound.Target:
     return target
 
 
-def webhook_address(target: outbound.Target) -> outbound.Address:
-    """The one address the attempt connects to (resolved now); OutboundRefused when the host
-    does not resolve or any address it resolves to is not public."""
+def webhook_address(
+    target: outbound.Target, *, deadline: outbound.Deadline | None = None
+) -> outbound.Address:
+    """The one address the attempt connects to (resolved now, within `deadline`: TimeoutError
+    past it); OutboundRefused when the host does not resolve or any address it resolves to is
+    not public."""
     return outbound.pinned_address(
-        target, noun=HOST_NOUN, allow_private=settings.WEBHOOK_ALLOW_PRIVATE_HOSTS
+        target,
+        noun=HOST_NOUN,
+        allow_private=settings.WEBHOOK_ALLOW_PRIVATE_HOSTS,
+        deadline=deadline,
     )
 
 

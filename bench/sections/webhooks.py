@@ -6,10 +6,16 @@ allowed), registered through the API with a key from `lat_apikey`.
 from the confirming block mined to each endpoint's first POST of the deposit (200 samples).
 (b) Per run, 10,000 events written straight into the outbox (one INSERT ... SELECT of
 deposit-shaped payloads and the outbox's NOTIFY: the dispatcher is measured, not the indexer),
-event i naming wallet i mod 50, endpoint j subscribed to wallet j. Runs A: 49 endpoints that
-answer at once; runs B: the same beside a 50th that accepts and never answers (it holds 4 of the
-32 send threads throughout). Order A B B A (both sides see the machine's drift); latency from
-the INSERT's commit to each POST received by the 49, merged per side for the target."""
+event i naming wallet i mod 50, endpoint j (j < 49) subscribed to wallet j, under one API key.
+Runs A: those 49, which answer at once; runs B: the same beside 100 endpoints that accept and
+never answer a delivery (five API keys of 20, each subscribed to one of the 49's wallets: 20,000
+deliveries that hang for WEBHOOK_TIMEOUT, then fail and are retried). Order A B B A (both sides
+see the machine's drift); latency from the INSERT's commit to each POST received by the 49,
+merged per side for the target.
+(c) 20,000 events as in (b) to 50 endpoints that answer at once (one wallet each): deliveries
+per second from the commit to the last POST received.
+Receivers keep connections alive (HTTP/1.1), as web servers do; the silent ones answer a HEAD
+(the registration's probe) but never a POST."""
 
 from __future__ import annotations
 
@@ -28,8 +34,9 @@ from bench.context import HOST, NO_LIMIT, Context, Processes, SectionResult, wai
 from bench.load import percentile
 from devchain.anvil import free_port
 
-TITLE = "Webhooks: confirmation to first attempt; throughput beside an endpoint that never answers"
+TITLE = "Webhooks: first attempt; latency beside 100 endpoints that never answer; throughput"
 DEPOSITS, LATENCY_ENDPOINTS, EVENTS, ENDPOINTS, TARGET_P95, MAX_RATIO = 20, 10, 10_000, 50, 2, 1.5
+SILENT_KEYS, SILENT_PER_KEY, THROUGHPUT_EVENTS, TARGET_RATE = 5, 20, 20_000, 1000
 COLUMNS = ["run", "endpoints", "deliveries", "seconds", "deliveries/s", "p50 s", "p95 s", "max s"]
 SETTINGS = {"LOG_LEVEL": "WARNING", "CHAIN_CONFIRMATIONS_31337": "2", "DJANGO_DEBUG": "false",
     "SECURE_SSL_REDIRECT": "false", "ALLOWED_HOSTS": HOST, "WEB_CONCURRENCY": "1",
@@ -57,15 +64,21 @@ class Receivers:
     def add(self, *, answers: bool = True) -> int:
         async def serve(reader, writer) -> None:
             try:
-                head = await reader.readuntil(b"\r\n\r\n")
-                while not answers:
-                    await asyncio.sleep(3600)
-                size = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
-                await reader.readexactly(int(size.group(1)) if size else 0)
-                if found := re.search(rb"(?i)\r\nwebhook-id: *(\S+)", head):
-                    self.got[port].setdefault(found.group(1).decode(), time.monotonic())
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-                await writer.drain()
+                while head := await reader.readuntil(b"\r\n\r\n"):
+                    if head.startswith(b"HEAD "):  # the registration's probe
+                        writer.write(
+                            b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n"
+                        )
+                        await writer.drain()
+                        continue
+                    while not answers:
+                        await asyncio.sleep(3600)
+                    size = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+                    await reader.readexactly(int(size.group(1)) if size else 0)
+                    if found := re.search(rb"(?i)\r\nwebhook-id: *(\S+)", head):
+                        self.got[port].setdefault(found.group(1).decode(), time.monotonic())
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                    await writer.drain()
             except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
                 pass
             finally:
@@ -96,58 +109,82 @@ def quantiles(got: list[float]) -> list[str]:
 
 def run(ctx: Context, result: SectionResult) -> None:
     result.columns, rx = COLUMNS, Receivers()
-    ports = [rx.add() for _ in range(ENDPOINTS - 1)] + [rx.add(answers=False)]
+    ports = [rx.add() for _ in range(ENDPOINTS)]
+    silent = [rx.add(answers=False) for _ in range(SILENT_KEYS * SILENT_PER_KEY)]
     with ctx.devnet("webhooks", synced=True) as (rpc_url, manifest, db_url):
         env = {**ctx.env, **SETTINGS, "DATABASE_URL": db_url, "RPC_URL": rpc_url}
         env |= {"PATH": f"{Path(PYTHON).parent}{os.pathsep}{os.environ['PATH']}"}
-        env |= {"PORT": str(free_port()), "WEBHOOK_ALLOWED_PORTS": ",".join(map(str, ports))}
-        api, base = requests.Session(), f"http://{HOST}:{env['PORT']}/webhooks"
-        key = python("manage.py", "lat_apikey", "create", "--name", "bench", env=env).split()[-1]
-        api.headers["X-API-Token"] = key
+        allowed = ",".join(map(str, ports + silent))
+        env |= {"PORT": str(free_port()), "WEBHOOK_ALLOWED_PORTS": allowed}
+        base = f"http://{HOST}:{env['PORT']}/webhooks"
 
-        def register(port: int, **filters) -> str:
-            answer = api.post(base, json={"url": f"http://{HOST}:{port}/", **filters})
+        def client(name: str) -> requests.Session:
+            key = python("manage.py", "lat_apikey", "create", "--name", name, env=env)
+            session = requests.Session()
+            session.headers["X-API-Token"] = key.split()[-1]
+            return session
+
+        api = client("bench")
+
+        def register(port: int, via: requests.Session = api, **filters) -> str:
+            answer = via.post(base, json={"url": f"http://{HOST}:{port}/", **filters})
             if answer.status_code != 201:
                 raise RuntimeError(f"POST /webhooks: {answer.status_code} {answer.text[:300]}")
             return answer.json()["data"]["id"]
+
+        def delete(hooks: list[tuple[requests.Session, str]]) -> None:
+            for via, hook in hooks:
+                via.delete(f"{base}/{hook}").raise_for_status()
 
         with Processes(ctx.log) as procs:
             procs.procfile(("web", "follower", "webhooks"), env)
             if not wait_until(lambda: api.get(base, timeout=2).ok, 90, procs.dead):
                 raise RuntimeError("web did not answer GET /webhooks within 90 s")
+            silent_keys = [client(f"silent {k}") for k in range(SILENT_KEYS)]
             hooks = [register(port) for port in ports[:LATENCY_ENDPOINTS]]
             _latency(result, rx, ports[:LATENCY_ENDPOINTS], (rpc_url, manifest), procs)
-            for hook in hooks:
-                api.delete(f"{base}/{hook}").raise_for_status()
-            for j, port in enumerate(ports[:-1]):  # one per wallet; the 50th in runs B only
-                register(port, wallets=[f"0x{j + 1:040x}"])
-            merged, silent = {"A": [], "B": []}, None
+            delete([(api, hook) for hook in hooks])
+            live = ports[: ENDPOINTS - 1]
+            hooks = [register(port, wallets=[f"0x{j + 1:040x}"]) for j, port in enumerate(live)]
+            merged: dict[str, list[float]] = {"A": [], "B": []}
+            dead: list[tuple[requests.Session, str]] = []
             for k, side in enumerate("ABBA", 1):
-                if side == "B" and silent is None:
-                    silent = register(ports[-1], wallets=[f"0x{ENDPOINTS:040x}"])
-                elif side == "A" and silent is not None:
-                    api.delete(f"{base}/{silent}").raise_for_status()
-                    silent = None
-                got = _burst(rx, ports[:-1], db_url, manifest, f"evt_bench_{k}_", procs)
+                if side == "B" and not dead:
+                    for i, port in enumerate(silent):
+                        via = silent_keys[i // SILENT_PER_KEY]
+                        wallet = f"0x{i % len(live) + 1:040x}"
+                        dead.append((via, register(port, via, wallets=[wallet])))
+                elif side == "A" and dead:
+                    delete(dead)
+                    dead = []
+                got = _burst(rx, live, db_url, manifest, f"evt_bench_{k}_", procs, EVENTS)
                 merged[side] += got
                 row = [str(len(got)), f"{max(got):.1f}", f"{len(got) / max(got):.0f}"]
-                label = f"({k}) {side}: 49" + " + 1 never answering" * (side == "B")
-                result.rows.append([label, str(len(ports) - (side == "A")), *row, *quantiles(got)])
+                label = f"({k}) {side}: 49" + " + 100 never answering" * (side == "B")
+                count = len(live) + len(silent) * (side == "B")
+                result.rows.append([label, str(count), *row, *quantiles(got)])
+            register(ports[-1], wallets=[f"0x{ENDPOINTS:040x}"])
+            got = _burst(rx, ports, db_url, manifest, "evt_bench_c_", procs, THROUGHPUT_EVENTS)
+            rate = len(got) / max(got)
+            row = [str(len(got)), f"{max(got):.1f}", f"{rate:.0f}", *quantiles(got)]
+            result.rows.append([f"(c) {ENDPOINTS} answering", str(ENDPOINTS), *row])
     p95 = {side: percentile(got, 0.95) for side, got in merged.items()}
-    description = f"(b) the 49's p95 with one never answering within {MAX_RATIO:g}x of without"
+    description = f"(b) the 49's p95 with 100 never answering within {MAX_RATIO:g}x of without"
     ratio, detail = p95["B"] / p95["A"], f"{p95['B']:.2f} s / {p95['A']:.2f} s"
     result.target(description, ratio, f"{detail} = {ratio:.2f}x", at_most=MAX_RATIO)
+    description = f"(c) deliveries/s to {ENDPOINTS} answering endpoints at least {TARGET_RATE:,}"
+    result.target(description, rate, f"{rate:.0f}/s", at_least=TARGET_RATE)
     result.notes.append(__doc__.split("\n", 4)[4])
 
 
-def _burst(rx: Receivers, ports: list[int], db_url: str, manifest: dict, prefix: str, procs):
-    """EVENTS events into the outbox at once: seconds from the commit to each POST received."""
+def _burst(rx: Receivers, ports: list[int], db_url: str, manifest: dict, prefix: str, procs, n):
+    """`n` events into the outbox at once: seconds from the commit to each POST received."""
     with dataset.connect(db_url) as conn:
         (lat,) = conn.execute("SELECT id FROM lats_lat WHERE symbol = 'latETH'").fetchone()
-        args = {"lat": lat, "address": manifest["proxyAddress"], "n": EVENTS, "k": ENDPOINTS}
+        args = {"lat": lat, "address": manifest["proxyAddress"], "n": n, "k": ENDPOINTS}
         conn.execute(INSERT, {**args, "run": prefix})
         conn.execute("NOTIFY lat_webhooks")
-    committed, want = time.monotonic(), EVENTS // ENDPOINTS * len(ports)
+    committed, want = time.monotonic(), n // ENDPOINTS * len(ports)
     if not wait_until(lambda: len(rx.since(ports, prefix, committed)) >= want, 1800, procs.dead, 1):
         raise RuntimeError(f"{prefix}: not every event delivered within 1800 s")
     return rx.since(ports, prefix, committed)

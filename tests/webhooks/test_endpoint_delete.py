@@ -1,5 +1,6 @@
 """DELETE /webhooks/{id} while the dispatcher records an attempt of one of the endpoint's
-deliveries: the attempt is deleted with its delivery, not left pointing at a deleted one (a
+deliveries: both take their locks in one order (the endpoint, then its deliveries), so neither
+deadlocks; the attempt is deleted with its delivery, never left pointing at a deleted one (a
 foreign-key violation at the delete's commit, answered 500)."""
 
 from __future__ import annotations
@@ -8,68 +9,20 @@ import threading
 import time
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from tests.webhooks.conftest import register
+from webhooks import services
 from webhooks.models import Attempt, Delivery, Endpoint, OutboxEvent
 from webhooks.outbox import outbox_ping, payload
 from webhooks.sending import AttemptResult
-from webhooks.services import delivery_record_attempt
+from webhooks.services import Finished, deliveries_record_attempts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_a_delete_while_an_attempt_is_recorded_deletes_both(keyed, receiver):
-    endpoint = Endpoint.objects.get(public_id=register(keyed, receiver().url())["id"])
-    event = OutboxEvent.objects.create(
-        event_id="evt_31337_0x01_0",
-        type="deposit",
-        payload=payload("evt_31337_0x01_0", "deposit", {}),
-        fanned_out_at=timezone.now(),
-    )
-    delivery = Delivery.objects.create(endpoint=endpoint, event=event, next_attempt_at=None)
-    locked, go = threading.Event(), threading.Event()
-
-    def record() -> None:
-        """The dispatcher's recording of an attempt, held between its lock and its insert."""
-        try:
-            with transaction.atomic():
-                Delivery.objects.select_for_update().get(id=delivery.id)
-                locked.set()
-                go.wait(10)
-                result = AttemptResult(200, "", 5, "ok")
-                delivery_record_attempt(delivery_id=delivery.id, at=timezone.now(), result=result)
-        finally:
-            connection.close()
-
-    recorder = threading.Thread(target=record)
-    recorder.start()
-    assert locked.wait(10)
-    answers: list[int] = []
-
-    def delete() -> None:
-        try:
-            answers.append(keyed.delete(f"/webhooks/{endpoint.public_id}").status_code)
-        finally:
-            connection.close()
-
-    deleter = threading.Thread(target=delete)
-    deleter.start()
-    time.sleep(0.5)  # the delete reaches the delivery's lock
-    go.set()
-    recorder.join(20)
-    deleter.join(20)
-    assert answers == [204]
-    assert not Endpoint.objects.filter(id=endpoint.id).exists()
-    assert not Delivery.objects.filter(id=delivery.id).exists()
-    assert not Attempt.objects.filter(delivery_id=delivery.id).exists()
-
-
-def test_a_delete_while_a_failed_attempt_is_recorded_takes_the_locks_in_its_order(keyed, receiver):
-    """A failed attempt locks its delivery, then its endpoint (failing since); the delete takes
-    them in the same order, so neither waits for the other for ever (a deadlock PostgreSQL
-    breaks by failing one of them)."""
+def _endpoint_with_a_delivery(keyed, receiver) -> tuple[Endpoint, Delivery]:
     endpoint = Endpoint.objects.get(public_id=register(keyed, receiver().url())["id"])
     event = OutboxEvent.objects.create(
         event_id="evt_lock_order",
@@ -77,45 +30,100 @@ def test_a_delete_while_a_failed_attempt_is_recorded_takes_the_locks_in_its_orde
         payload=payload("evt_lock_order", "deposit", {}),
         fanned_out_at=timezone.now(),
     )
-    delivery = Delivery.objects.create(endpoint=endpoint, event=event, next_attempt_at=None)
-    locked, go = threading.Event(), threading.Event()
-    recorded: list[BaseException | str] = []
+    return endpoint, Delivery.objects.create(endpoint=endpoint, event=event, next_attempt_at=None)
 
-    def record() -> None:
+
+def _in_thread(work, errors: list[BaseException]) -> threading.Thread:
+    def run() -> None:
         try:
-            with transaction.atomic():
-                Delivery.objects.select_for_update().get(id=delivery.id)
-                locked.set()
-                go.wait(10)
-                result = AttemptResult(500, "", 5, "no")
-                delivery_record_attempt(delivery_id=delivery.id, at=timezone.now(), result=result)
-            recorded.append("committed")
+            work()
         except BaseException as exc:  # reported by the test
-            recorded.append(exc)
+            errors.append(exc)
         finally:
             connection.close()
 
-    recorder = threading.Thread(target=record)
-    recorder.start()
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("status", [200, 500], ids=["delivered", "failed"])
+def test_a_delete_while_an_attempt_is_recorded_waits_for_it(keyed, receiver, monkeypatch, status):
+    """The recording holds its locks (the endpoint, then the delivery) when the delete comes:
+    the delete waits, then deletes the delivery with the attempt just recorded. A failed
+    attempt writes the endpoint's failing state too. Neither deadlocks nor errs."""
+    endpoint, delivery = _endpoint_with_a_delivery(keyed, receiver)
+    locked, go = threading.Event(), threading.Event()
+    write = services._deliveries_update
+
+    def held(*args, **kwargs):
+        locked.set()  # the recording's locks are taken by now
+        assert go.wait(10)
+        return write(*args, **kwargs)
+
+    monkeypatch.setattr(services, "_deliveries_update", held)
+    errors: list[BaseException] = []
+    recorded: list[dict[int, str]] = []
+    result = AttemptResult(status, "", 5, "")
+    finished = [Finished(delivery.id, timezone.now(), result)]
+    recorder = _in_thread(
+        lambda: recorded.append(deliveries_record_attempts(finished=finished)), errors
+    )
     assert locked.wait(10)
     answers: list[int] = []
-
-    def delete() -> None:
-        try:
-            answers.append(keyed.delete(f"/webhooks/{endpoint.public_id}").status_code)
-        finally:
-            connection.close()
-
-    deleter = threading.Thread(target=delete)
-    deleter.start()
-    time.sleep(0.5)  # the delete waits for the delivery's lock
+    deleter = _in_thread(
+        lambda: answers.append(keyed.delete(f"/webhooks/{endpoint.public_id}").status_code),
+        errors,
+    )
+    time.sleep(0.5)  # the delete reaches the endpoint's lock
     go.set()
     recorder.join(20)
     deleter.join(20)
-    assert recorded == ["committed"]
+    assert errors == []
+    expected = "delivered" if status == 200 else "pending"  # a 500 is tried again
+    assert recorded == [{delivery.id: expected}]
     assert answers == [204]
     assert not Endpoint.objects.filter(id=endpoint.id).exists()
     assert not Delivery.objects.filter(id=delivery.id).exists()
+    assert not Attempt.objects.filter(delivery_id=delivery.id).exists()
+
+
+@pytest.mark.parametrize("status", [200, 500], ids=["delivered", "failed"])
+def test_an_attempt_recorded_while_a_delete_holds_its_locks_is_let_go(
+    keyed, receiver, monkeypatch, status
+):
+    """The delete holds the endpoint and its deliveries when the attempt's recording comes: the
+    recording waits for the endpoint, then finds its delivery gone and records nothing."""
+    endpoint, delivery = _endpoint_with_a_delivery(keyed, receiver)
+    locked, go = threading.Event(), threading.Event()
+    lock_rows = services._lock_rows
+
+    def held(*args, **kwargs):
+        lock_rows(*args, **kwargs)
+        locked.set()  # the endpoint and its deliveries are locked by now
+        assert go.wait(10)
+
+    monkeypatch.setattr(services, "_lock_rows", held)
+    errors: list[BaseException] = []
+    answers: list[int] = []
+    deleter = _in_thread(
+        lambda: answers.append(keyed.delete(f"/webhooks/{endpoint.public_id}").status_code),
+        errors,
+    )
+    assert locked.wait(10)
+    recorded: list[dict[int, str]] = []
+    finished = [Finished(delivery.id, timezone.now(), AttemptResult(status, "", 5, ""))]
+    recorder = _in_thread(
+        lambda: recorded.append(deliveries_record_attempts(finished=finished)), errors
+    )
+    time.sleep(0.5)  # the recording reaches the endpoint's lock
+    go.set()
+    deleter.join(20)
+    recorder.join(20)
+    assert errors == []
+    assert answers == [204]
+    assert recorded == [{}]
+    assert not Endpoint.objects.filter(id=endpoint.id).exists()
     assert not Attempt.objects.filter(delivery_id=delivery.id).exists()
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 from rest_framework_api_key.models import APIKey
 
@@ -655,20 +655,24 @@ def deliveries_claim(
     if free <= 0:
         return []
     now = timezone.now()
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+    postgresql = connection.vendor == "postgresql"
+    if postgresql:
+        with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [lock_key(CLAIM_LOCK)])
-        cursor.execute(_CANDIDATES, {"now": now, "per": per_endpoint})
-        candidates = [
-            Candidate(
-                delivery_id,
-                endpoint_id,
-                str(key_id),
-                bool(failing) or (answered is not None and endpoint_id not in answered),
-                leased,
-            )
-            for endpoint_id, key_id, failing, leased, delivery_id in cursor.fetchall()
-        ]
+            cursor.execute(_CANDIDATES, {"now": now, "per": per_endpoint})
+            rows = cursor.fetchall()
+    else:
+        rows = candidate_rows(now=now, per_endpoint=per_endpoint)
+    candidates = [
+        Candidate(
+            delivery_id,
+            endpoint_id,
+            str(key_id),
+            bool(failing) or (answered is not None and endpoint_id not in answered),
+            leased,
+        )
+        for endpoint_id, key_id, failing, leased, delivery_id in rows
+    ]
     taken = claim_fair(
         candidates,
         free=free,
@@ -679,18 +683,71 @@ def deliveries_claim(
     if not taken:
         return []
     lease = now + dispatch_lease()
-    with connection.cursor() as cursor:
-        cursor.execute(_CLAIM, [lease, lease, [c.delivery_id for c in taken], now])
-        rows = {row[0]: row for row in cursor.fetchall()}
+    ids = [c.delivery_id for c in taken]
+    if postgresql:
+        with connection.cursor() as cursor:
+            cursor.execute(_CLAIM, [lease, lease, ids, now])
+            leased = {row[0]: row for row in cursor.fetchall()}
+    else:
+        leased = _claim_rows(ids, lease=lease, now=now)
     claimed = []
     for c in taken:
-        if (row := rows.get(c.delivery_id)) is None:
+        if (row := leased.get(c.delivery_id)) is None:
             continue  # changed since it was read (recorded, retried, cancelled)
         _, event_id, payload, url, secret, previous, until = row
         sender = Endpoint(secret=secret, previous_secret=previous, previous_secret_until=until)
         signed = Signed(url, event_id, _body(payload), endpoint_secrets(sender, now=now))
         claimed.append(Claimed(c.delivery_id, c.endpoint_id, c.key_id, c.failing, signed))
     return claimed
+
+
+def candidate_rows(*, now: datetime, per_endpoint: int) -> list[tuple]:
+    """_CANDIDATES' rows read through the ORM, for a database without LATERAL (SQLite, the
+    demo's dispatcher): (endpoint, key, failing, leased, delivery), oldest due first. SQLite
+    takes one writer at a time, which serializes the claims as the advisory lock does."""
+    leased = dict(
+        Delivery.objects.filter(leased_until__gt=now)
+        .values("endpoint_id")
+        .annotate(n=Count("id"))
+        .values_list("endpoint_id", "n")
+    )
+    rows = []
+    for endpoint_id, key_id, failing_since in Endpoint.objects.filter(enabled=True).values_list(
+        "id", "api_key_id", "failing_since"
+    ):
+        room = per_endpoint - leased.get(endpoint_id, 0)
+        if room <= 0:
+            continue
+        due = Delivery.objects.filter(
+            endpoint_id=endpoint_id, status=Delivery.Status.PENDING, next_attempt_at__lte=now
+        ).order_by("next_attempt_at", "id")
+        for delivery_id, at in due.values_list("id", "next_attempt_at")[:room]:
+            row = (endpoint_id, key_id, failing_since is not None, leased.get(endpoint_id, 0))
+            rows.append((at, delivery_id, (*row, delivery_id)))
+    return [row for _, _, row in sorted(rows, key=lambda r: (r[0], r[1]))]
+
+
+def _claim_rows(ids: list[int], *, lease: datetime, now: datetime) -> dict[int, tuple]:
+    """_CLAIM through the ORM (see candidate_rows)."""
+    with transaction.atomic():
+        taken = list(
+            Delivery.objects.filter(
+                id__in=ids, status=Delivery.Status.PENDING, next_attempt_at__lte=now
+            ).values_list("id", flat=True)
+        )
+        Delivery.objects.filter(id__in=taken).update(next_attempt_at=lease, leased_until=lease)
+    return {
+        d.id: (
+            d.id,
+            d.event.event_id,
+            d.event.payload,
+            d.endpoint.url,
+            d.endpoint.secret,
+            d.endpoint.previous_secret,
+            d.endpoint.previous_secret_until,
+        )
+        for d in Delivery.objects.filter(id__in=taken).select_related("event", "endpoint")
+    }
 
 
 _CLAIM = f"""UPDATE {_DELIVERY} AS d SET next_attempt_at = %s, leased_until = %s

@@ -342,3 +342,46 @@ def test_one_keys_dead_endpoints_do_not_keep_another_keys_new_ones_from_their_fi
         restricted_load={"D": 2},
     )
     assert [(c.key_id, c.endpoint_id) for c in taken] == [("F", 2), ("F", 1)]
+
+
+@pytest.mark.django_db
+def test_the_claim_reads_the_same_through_the_orm_as_through_postgresql():
+    """The demo's dispatcher runs on SQLite, where the claim's candidates and lease go through
+    the ORM: the same rows as PostgreSQL's statements, here on PostgreSQL."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from webhooks import services
+
+    key, _ = APIKey.objects.create_key(name="orm")
+    endpoints = [_endpoint(key, 40_000 + i) for i in range(3)]
+    endpoints[1].failing_since = timezone.now()
+    endpoints[1].save()
+    now = timezone.now()
+    for i, event in enumerate(announce(9)):
+        Delivery.objects.create(
+            endpoint=endpoints[i % 3],
+            event=event,
+            next_attempt_at=now - timedelta(seconds=100 - i),
+            leased_until=now + timedelta(seconds=60) if i == 0 else None,
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(services._CANDIDATES, {"now": now, "per": 2})
+        expected = [tuple(row) for row in cursor.fetchall()]
+    assert services.candidate_rows(now=now, per_endpoint=2) == expected
+    # endpoint 0 holds one lease: one more of its deliveries; the others two each
+    assert Counter(row[0] for row in expected) == {
+        e.id: 1 if e == endpoints[0] else 2 for e in endpoints
+    }
+
+    ids = [row[4] for row in expected]
+    lease = now + timedelta(seconds=120)
+    portable = services._claim_rows(ids, lease=lease, now=now)
+    assert set(portable) == set(ids)
+    for delivery in Delivery.objects.filter(id__in=ids).select_related("event", "endpoint"):
+        _, event_id, payload, url, *_ = portable[delivery.id]
+        assert (event_id, url) == (delivery.event.event_id, delivery.endpoint.url)
+        assert services._body(payload) == services._body(delivery.event.payload)
+        assert delivery.leased_until == lease
+    assert services._claim_rows(ids, lease=lease, now=now) == {}  # leased: not due any more

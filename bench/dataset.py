@@ -60,11 +60,11 @@ INSERT INTO lats_lat (id, chain_id, proxy_address, implementation_address, name,
     base_asset, base_asset_symbol, max_nodes, deployment_block, contract_deployments, apys,
     delegation_manager, strategy_manager, rewards_coordinator, avs_directory, allocation_manager,
     price_oracle, group_override, paused, total_assets, total_supply, unit_eth_price, state_block,
-    created_at, eigenlayer_from_chain, manifest, manifest_version, missing_functions)
+    created_at, eigenlayer_from_chain, manifest, manifest_version, missing_functions, apy_gaps)
 SELECT i + 1, 1, %(lat)s[i + 1], %(impl)s[i + 1], 'Liquid ' || symbol, symbol,
     i + 1, %(token)s[3 * i + 1], 'TK' || 3 * i, 12, 19999000, %(deployments)s[i + 1]::jsonb,
     %(apys)s::jsonb, %(eigen)s[1], %(eigen)s[2], %(eigen)s[3], %(eigen)s[4], '', '', '', false,
-    5115e19, 5e22, 1e18, 22700000, now(), '{}', '{}', '', '[]'
+    5115e19, 5e22, 1e18, 22700000, now(), '{}', '{}', '', '[]', '[]'
 FROM generate_series(0, 3) AS i, LATERAL (SELECT (ARRAY['lEDA', 'lLGR', 'lEORA', 'lARPA'])[i + 1]
     AS symbol) AS s;
 INSERT INTO lats_lattoken (id, lat_id, token_id, strategy_address, volatility_threshold,

@@ -40,7 +40,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -58,12 +58,15 @@ from webhooks.services import (
     Finished,
     deliveries_claim,
     deliveries_record_attempts,
+    dispatch_lease,
     outbox_fan_out,
 )
 
 logger = logging.getLogger(__name__)
 
 _RECORD_BATCH = 500
+# The result of a job whose claim lapsed before it was sent: nothing to record.
+_NOT_SENT = AttemptResult(None, "not sent: the claim lapsed", 0, "")
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,18 @@ class _Job:
     failing: bool
     event_id: str
     signed: Signed
+    claimed_at: float = field(default_factory=time.monotonic)  # this process's clock
+
+    def sendable(self, lease: float) -> bool:
+        """Whether an attempt started now ends (at its deadline) before the lease does: past
+        it another dispatcher may claim the delivery, and two sends would be at once. A
+        dispatcher that was frozen (SIGSTOP, a paused VM) finds its clock moved on and sends
+        nothing it claimed before."""
+        return time.monotonic() + settings.WEBHOOK_TIMEOUT + 1 < self.claimed_at + lease
+
+    def recordable(self, lease: float) -> bool:
+        """Whether the delivery is still this dispatcher's to record (its lease not over)."""
+        return time.monotonic() < self.claimed_at + lease
 
 
 class Dispatcher:
@@ -121,11 +136,29 @@ class Dispatcher:
                 break
         if not finished:
             return 0
+        lease = dispatch_lease().total_seconds()
+        lapsed = {
+            job.delivery_id
+            for job, _, result in finished
+            if result is _NOT_SENT or not job.recordable(lease)
+        }
+        if lapsed:
+            logger.warning(
+                "webhook dispatcher: %s claim(s) lapsed before they were sent or recorded (a "
+                "freeze?): left to whoever claims them next",
+                len(lapsed),
+            )
         try:
             statuses = deliveries_record_attempts(
-                finished=[Finished(job.delivery_id, at, result) for job, at, result in finished]
+                finished=[
+                    Finished(job.delivery_id, at, result)
+                    for job, at, result in finished
+                    if job.delivery_id not in lapsed
+                ]
             )
             for job, _, result in finished:
+                if job.delivery_id in lapsed:
+                    continue
                 if job.delivery_id in statuses:  # else deleted with its endpoint meanwhile
                     telemetry.attempt_recorded(statuses[job.delivery_id], result)
                 if result.delivered:
@@ -167,6 +200,10 @@ class Dispatcher:
 
     def _attempt(self, job: _Job) -> None:
         at = timezone.now()
+        if not job.sendable(dispatch_lease().total_seconds()):
+            self._finished.put((job, at, _NOT_SENT))
+            self._wake.set()
+            return
         try:
             result = self._send(job.signed)
         except Exception as exc:  # a bug in sending must not lose the delivery's slot

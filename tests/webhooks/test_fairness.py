@@ -9,12 +9,14 @@ import http.server
 import selectors
 import socket
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 from rest_framework_api_key.models import APIKey
 
 from tests.webhooks.test_delivery import announce
@@ -385,3 +387,44 @@ def test_the_claim_reads_the_same_through_the_orm_as_through_postgresql():
         assert services._body(payload) == services._body(delivery.event.payload)
         assert delivery.leased_until == lease
     assert services._claim_rows(ids, lease=lease, now=now) == {}  # leased: not due any more
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dispatcher_frozen_after_its_claim_sends_nothing_once_the_claim_lapsed(
+    receiver, settings
+):
+    """Dispatcher A claims a delivery and stops before sending it (its sender frozen, as
+    SIGSTOP would stop it); its lease passes, dispatcher B claims the delivery again and sends
+    it; A wakes and neither sends nor records it: the receiver gets it once, as B recorded it."""
+    settings.WEBHOOK_TIMEOUT = 0.5
+    settings.WEBHOOK_LEASE_SECONDS = 2.0
+    server = receiver()
+    key, _ = APIKey.objects.create_key(name="frozen")
+    endpoint = Endpoint.objects.create(
+        public_id="wh_frozen", api_key=key, url=server.url(), secret=secret_new()
+    )
+    (event,) = announce(1)
+    delivery = Delivery.objects.create(
+        endpoint=endpoint, event=event, next_attempt_at=timezone.now()
+    )
+
+    first, second = Dispatcher(workers=2), Dispatcher(workers=2)
+    frozen: list[Any] = []
+    first._pool.submit = lambda fn, *args: frozen.append((fn, args))  # type: ignore[method-assign]
+    try:
+        assert first._claim_and_send() == 1  # claimed, its send held back
+        time.sleep(2.1)  # the lease passes
+        second.drain(timeout=10, until=lambda: Attempt.objects.filter(delivery=delivery).exists())
+        assert server.ids() == [event.event_id]
+        delivery.refresh_from_db()
+        assert delivery.status == Delivery.Status.DELIVERED
+        ((fn, args),) = frozen
+        fn(*args)  # A wakes: its sender runs the held-back job
+        first.step(fan_out=False)
+        assert server.ids() == [event.event_id]  # not sent again
+        assert Attempt.objects.filter(delivery=delivery).count() == 1  # nor recorded
+        delivery.refresh_from_db()
+        assert delivery.status == Delivery.Status.DELIVERED
+    finally:
+        first.close()
+        second.close()

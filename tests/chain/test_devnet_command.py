@@ -23,6 +23,7 @@ pytestmark = pytest.mark.chain
 
 def test_lat_devnet_without_then_with_multicall3(tmp_path, settings, monkeypatch) -> None:
     monkeypatch.setenv("RPC_URL", "")  # the command sets both; restored after the test
+    monkeypatch.delenv("ETH_USD_FEED_31337", raising=False)  # as is its demo feed
     settings.RPC_URL = ""
     # The command reuses a node on its port (started on the devnet's first day, as the command
     # starts a new one) and leaves it running.
@@ -76,6 +77,7 @@ def test_lat_devnet_refuses_a_kept_chain_with_other_contracts(tmp_path, settings
     from django.core.management.base import CommandError
 
     monkeypatch.setenv("RPC_URL", "")
+    monkeypatch.delenv("ETH_USD_FEED_31337", raising=False)
     settings.RPC_URL = ""
     node = start_anvil(timestamp=devnet_genesis())
     try:

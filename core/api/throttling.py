@@ -96,7 +96,7 @@ def _count_many(
 ) -> tuple[list[int], dict[str, Any] | None]:
     """Add one to each (key, ttl) counter and return their totals, with the cache's values of
     `reads` (keys as given to the cache; absent keys left out): one round trip to Redis (INCR
-    and EXPIRE of every counter and GET of every read, in one pipeline); add-then-incr on
+    and EXPIRE of every counter and one MGET of the reads, in one pipeline); add-then-incr on
     other caches, where nothing is read ahead (None)."""
     if _is_django_redis():
         redis_cache: Any = cache  # django-redis's cache (checked above): .client is its own
@@ -105,11 +105,14 @@ def _count_many(
             full_key = cache.make_key(key)
             pipe.incr(full_key)
             pipe.expire(full_key, ttl)  # the key names its window: renewing the TTL is harmless
-        for key in reads:
-            pipe.get(cache.make_key(key))
+        reads = list(dict.fromkeys(reads))  # each key once
+        if reads:
+            pipe.mget([cache.make_key(key) for key in reads])
         answers = pipe.execute()
         used = [int(n) for n in answers[: 2 * len(counters) : 2]]
-        values = zip(reads, answers[2 * len(counters) :], strict=True)
+        if not reads:
+            return used, {}
+        values = zip(reads, answers[2 * len(counters)], strict=True)
         decode = redis_cache.client.decode
         return used, {key: decode(raw) for key, raw in values if raw is not None}
     return [_count_locally(key, ttl=ttl) for key, ttl in counters], None

@@ -59,6 +59,7 @@ class Leadership:
         self.work = work  # the psycopg connection the holder's thread works with
         self.lost = threading.Event()
         self.reached_at = time.monotonic()  # the last heartbeat the lock session answered
+        self.worked_at = time.monotonic()  # the last statement of the work session
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
 
@@ -68,7 +69,22 @@ class Leadership:
             raise LeadershipLost("the session that held the role ended")
         if context["connection"].connection is not self.work:
             raise LeadershipLost("the work session ended (a new one would not be fenced)")
-        return execute(sql, params, many, context)
+        result = execute(sql, params, many, context)
+        self.worked_at = time.monotonic()
+        return result
+
+    def keep_working(self) -> None:
+        """Keep the work session from idling out while the holder waits (a chain without a new
+        block for longer than the lease): one `SELECT 1` once it idled a quarter of the lease.
+        A session the server ended meanwhile (the holder was frozen) is the role lost."""
+        if self.work is None or time.monotonic() - self.worked_at < self.lease / 4:
+            return
+        work = connections[DEFAULT_DB_ALIAS]
+        try:
+            with work.cursor() as cursor:
+                cursor.execute("SELECT 1")
+        except DatabaseError as exc:
+            raise LeadershipLost(f"the work session ended ({type(exc).__name__})") from exc
 
     def start_heartbeat(self) -> None:
         self._heartbeat = threading.Thread(

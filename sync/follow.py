@@ -42,7 +42,7 @@ from chain.activity import activity_topics
 from chain.errors import ChainUnavailable
 from chain.gateway import gateway_for
 from chain.heads import HeadSubscription, backoff, ws_url_for
-from core.leadership import LeadershipLost, leadership
+from core.leadership import Leadership, LeadershipLost, leadership
 from deposits.selectors import shared_log_range
 from lats.checks import chain_confirmations
 from lats.models import Lat
@@ -81,6 +81,7 @@ class Follower:
     seen: int | None = None  # the last confirmed head this follower acted on
     seen_hash: str | None = None  # and its hash
     failures: int = 0  # polls in a row that found the node unreachable
+    _held: Leadership | None = field(default=None, repr=False)  # the role, while held
 
     def tick(self) -> list[dict[str, Any]]:
         """Act on the confirmed head once; returns the results of the steps it ran.
@@ -140,7 +141,11 @@ class Follower:
                 ) as held:
                     if held is not None:
                         logger.info("following chain %s", self.chain_id)
-                        self._follow(stop)
+                        self._held = held
+                        try:
+                            self._follow(stop)
+                        finally:
+                            self._held = None
                         return
             except LeadershipLost as exc:
                 logger.warning("chain %s: the follower's role is lost (%s); standing by",
@@ -165,6 +170,8 @@ class Follower:
     def _poll(self, stop: threading.Event, wake: threading.Event) -> None:
         """Act on the head every poll interval, or as soon as `wake` is set (a new head)."""
         while not stop.is_set():
+            if self._held is not None:
+                self._held.keep_working()  # the work session outlives a quiet chain
             try:
                 self.tick()
                 delay = self.poll_interval

@@ -203,3 +203,22 @@ def test_without_websocket_the_follower_polls(imported, api, settings, caplog):
         done = make_deposits(chain.url, manifest, 12, [manifest["tokens"][0]["address"]], [WAD])
         wait_for(lambda: last_block_served(api) == done["blockNumber"], 10)
     assert "new-head subscription failed" in caplog.text
+
+
+def test_a_quiet_chain_longer_than_the_lease_keeps_the_role(imported, chain, settings, api):
+    """No block for several leases: the follower's work session is kept from idling out (the
+    server would end it at FOLLOWER_LEASE_SECONDS, as it ends a frozen follower's), and the next
+    deposit is indexed by the same follower, which never lost its role."""
+    settings.FOLLOWER_LEASE_SECONDS = 1.2
+    manifest = chain.lat("latETH")
+    with Running(Follower(CHAIN_ID, poll_interval=0.2)) as follower:
+        wait_for(lambda: follower.seen is not None, 120)
+        time.sleep(4)  # more than three leases without a block
+        done = make_deposits(chain.url, manifest, 12, [manifest["tokens"][0]["address"]], [WAD])
+
+        def listed() -> bool:
+            rows = api.get("/metrics/deposits?take=1").json()["data"]
+            return bool(rows) and rows[0]["transactionHash"] == done["txHash"]
+
+        wait_for(listed, 30)
+        assert follower._held is not None  # still the holder: the role was never lost

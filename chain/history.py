@@ -111,3 +111,18 @@ def first_block_with_state(gateway: Gateway, address: str, *, low: int, high: in
         else:
             lo = middle + 1
     return lo
+
+
+def state_kept_from(
+    gateway: Gateway, address: str, refusal: ChainUnavailable, *, low: int, high: int
+) -> int:
+    """After the node refused a read of the state at `low`: the first block of (low, high]
+    whose state it keeps (a node that is not an archive prunes the older ones). `refusal` is
+    raised again where it was no such refusal: a failure to answer, or a refusal at a block
+    whose state the node keeps (another limit of its own)."""
+    if not refusal.refused:
+        raise refusal
+    first = first_block_with_state(gateway, address, low=low, high=high)
+    if first is None or first <= low:
+        raise refusal
+    return first

@@ -33,7 +33,7 @@ from chain import eigenlayer
 from chain.abi import function
 from chain.errors import ChainCallReverted, ChainUnavailable
 from chain.gateway import Gateway
-from chain.history import blocks_before, first_block_with_state
+from chain.history import blocks_before, state_kept_from
 from chain.results import Block, LatState, NodeState
 from core.addresses import ZERO_ADDRESS
 from lats.models import Lat, PriceFeed, Token
@@ -149,13 +149,11 @@ def read_days(
         try:
             read_one(day)
         except ChainUnavailable as exc:
-            if not exc.refused or first_kept is not None:
+            if first_kept is not None:
                 raise
-            first_kept = first_block_with_state(
-                gateway, address, low=blocks[day].number, high=head.number
+            first_kept = state_kept_from(
+                gateway, address, exc, low=blocks[day].number, high=head.number
             )
-            if first_kept is None or first_kept <= blocks[day].number:
-                raise
             out.unread.append(day)
             continue
         out.read += 1

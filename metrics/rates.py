@@ -11,7 +11,7 @@ import logging
 from chain.abi import function
 from chain.errors import ChainCallReverted, ChainUnavailable
 from chain.gateway import Gateway
-from chain.history import blocks_before, first_block_with_state
+from chain.history import blocks_before, state_kept_from
 from chain.results import Block
 from lats.models import Lat
 from metrics.models import RatePoint
@@ -64,13 +64,9 @@ def _kept_totals(lat: Lat, gateway: Gateway, blocks: dict[int, Block], head: Blo
     try:
         return _totals(lat, gateway, numbers)
     except ChainUnavailable as exc:
-        if not exc.refused:
-            raise
-        first_kept = first_block_with_state(
-            gateway, lat.proxy_address, low=min(numbers), high=head.number
+        first_kept = state_kept_from(
+            gateway, lat.proxy_address, exc, low=min(numbers), high=head.number
         )
-        if first_kept is None or first_kept <= min(numbers):
-            raise
     logger.warning(
         "%s: the node keeps no state before block %s: rate points from there on",
         lat.proxy_address,

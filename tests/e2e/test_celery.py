@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import redis
@@ -30,6 +30,7 @@ from devchain.devnet import write_manifests
 from lats.models import Lat, SyncStatus
 from sync.schedules import DEFAULT_SCHEDULES, ensure_default_schedules
 from tests.chainreads import chain_deposit_count
+from tests.processes import database_url
 
 pytestmark = [pytest.mark.chain, pytest.mark.xdist_group("celery")]
 
@@ -42,17 +43,6 @@ def broker_url(worker_id: str) -> str:
     base = os.environ.get("TEST_REDIS_URL") or settings.REDIS_URL or "redis://127.0.0.1:6379/15"
     index = int(worker_id[2:]) if worker_id.startswith("gw") else 0
     return urlunsplit(urlsplit(base)._replace(path=f"/{14 - index}"))
-
-
-def database_url() -> str:
-    """The test database (test_lat_gw0, ...) as a DATABASE_URL for the subprocesses."""
-    db = settings.DATABASES["default"]
-    auth = quote(db["USER"] or "")
-    if db.get("PASSWORD"):
-        auth += ":" + quote(db["PASSWORD"])
-    host = db["HOST"] or "127.0.0.1"
-    port = db["PORT"] or 5432
-    return f"postgres://{auth}@{host}:{port}/{db['NAME']}"
 
 
 class Processes:

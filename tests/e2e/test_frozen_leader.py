@@ -21,7 +21,7 @@ from django.db import connection
 from deposits.models import Deposit
 from devchain.devnet import make_deposits
 from tests.chainreads import chain_deposit_keys
-from tests.e2e.test_celery import database_url
+from tests.processes import database_url
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chain]
 

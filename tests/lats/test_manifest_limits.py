@@ -17,7 +17,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from lats.models import Avs, Lat
-from tests.stream.conftest import database_url
+from tests.processes import database_url
 
 pytestmark = pytest.mark.django_db
 

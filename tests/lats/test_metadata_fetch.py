@@ -27,6 +27,7 @@ from core import outbound
 from core.jsonlimits import MAX_JSON_NESTING, nested_deeper_than
 from lats import metadata
 from lats.metadata import MetadataUnavailable, metadata_fetch
+from tests.resolver import FakeResolver
 
 pytestmark = pytest.mark.django_db
 
@@ -112,29 +113,6 @@ def serve(settings: Any) -> Iterator[Callable[..., Server]]:
     for httpd in servers:
         httpd.shutdown()
         httpd.server_close()
-
-
-class FakeResolver:
-    """socket.getaddrinfo answering given addresses for given names (one answer per lookup,
-    the last repeated); every other name goes to the real resolver."""
-
-    def __init__(self) -> None:
-        self.answers: dict[str, list[list[str]]] = {}
-        self.calls: list[str] = []
-        self._real = socket.getaddrinfo
-
-    def __call__(self, host: str, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
-        if host not in self.answers:
-            return self._real(host, port, *args, **kwargs)
-        self.calls.append(host)
-        queue = self.answers[host]
-        addresses = queue.pop(0) if len(queue) > 1 else queue[0]
-        return [
-            (socket.AF_INET6, socket.SOCK_STREAM, 6, "", (address, port, 0, 0))
-            if ":" in address
-            else (socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))
-            for address in addresses
-        ]
 
 
 @pytest.fixture

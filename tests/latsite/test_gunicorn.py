@@ -8,50 +8,18 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import shlex
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
-from tests.ports import closed_port
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.processes import procfile_web, raw_exchange
 
 
 @pytest.fixture(scope="module")
-def web() -> str:
+def web() -> Iterator[str]:
     """The Procfile's `web` line as it is, on a free port, one worker."""
-    line = next(
-        line.split(":", 1)[1]
-        for line in (REPO / "Procfile").read_text().splitlines()
-        if line.startswith("web:")
-    )
-    port = closed_port()
-    line = line.replace("${PORT:-8000}", str(port)).replace("${WEB_CONCURRENCY:-4}", "1")
-    command = shlex.split(line)
-    command[0] = str(Path(sys.executable).with_name(command[0]))  # the venv's gunicorn
-    process = subprocess.Popen(command, cwd=REPO, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:  # the worker answers (it loads the application after the port listens)
-                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-                connection.request("GET", "/version")
-                connection.getresponse().read()
-                connection.close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            pytest.fail("the web process did not answer")
-        yield f"127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(10)
+    with procfile_web() as address:
+        yield address
 
 
 def get(web: str, path: str) -> tuple[int, str, dict]:
@@ -67,18 +35,8 @@ def get(web: str, path: str) -> tuple[int, str, dict]:
 def raw_answer(web: str, request: bytes) -> tuple[int, dict[str, str], dict]:
     """The answer to bytes sent as they are: its status, headers (lower-case names), JSON."""
     host, port = web.split(":")
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(request)
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    head, _, body = answer.partition(b"\r\n\r\n")
-    status_line, *lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return int(status_line.split()[1]), headers, json.loads(body)
+    status, headers, body = raw_exchange(host, int(port), request)
+    return status, headers, json.loads(body)
 
 
 def test_a_uri_too_long_for_gunicorn_is_a_414_in_the_error_body(web):

@@ -7,10 +7,11 @@ found it with `DELETE /webhooks/{id}` and a long percent-encoded id)."""
 from __future__ import annotations
 
 import re
-import socket
 
 import pytest
 from rest_framework_api_key.models import APIKey
+
+from tests.processes import raw_exchange
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -20,18 +21,7 @@ REQUEST_ID = re.compile(r"[0-9a-f]{32}")  # core.logs.new_request_id
 def answer(live_server, request: bytes) -> tuple[int, dict[str, str], bytes]:
     """Bytes sent as they are: the status, the headers (lower-case names), the body."""
     host, port = live_server.url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(request)
-        raw = b""
-        while chunk := sock.recv(65536):
-            raw += chunk
-    head, _, body = raw.partition(b"\r\n\r\n")
-    status_line, *lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return int(status_line.split()[1]), headers, body
+    return raw_exchange(host, int(port), request)
 
 
 @pytest.mark.parametrize("repeat", [1, 50])

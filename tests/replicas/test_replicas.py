@@ -9,7 +9,6 @@ import http.client
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.pgcluster import PrimaryAndReplica
-from tests.ports import closed_port
+from tests.processes import procfile_web
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,36 +64,14 @@ def add_lats(pair: PrimaryAndReplica, n: int) -> None:
 
 @pytest.fixture(scope="module")
 def web(pair) -> Iterator[str]:
-    line = next(
-        line.split(":", 1)[1]
-        for line in (REPO / "Procfile").read_text().splitlines()
-        if line.startswith("web:")
-    )
-    port = closed_port()
-    line = line.replace("${PORT:-8000}", str(port)).replace("${WEB_CONCURRENCY:-4}", "1")
-    command = shlex.split(line)
-    command[0] = str(Path(sys.executable).with_name(command[0]))  # the venv's gunicorn
     env = os.environ | {
         "DATABASE_URL": pair.primary.url("lat"),
         "DATABASE_REPLICA_URLS": pair.replica.url("lat"),
         "REPLICA_RETRY_SECONDS": "0.5",
         "SYNC_LAG_ALERT_SECONDS": "100000000",
     }
-    process = subprocess.Popen(command, cwd=REPO, env=env, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                get(f"127.0.0.1:{port}", "/version")
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            pytest.fail("the web process did not answer")
-        yield f"127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(10)
+    with procfile_web(env) as address:
+        yield address
 
 
 def get(web: str, path: str) -> tuple[int, bytes]:

@@ -4,15 +4,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.processes import database_url
 from tests.stream.client import Client, StreamProcess
-
-
-def database_url() -> str:
-    """The test database, as a stream process started by a test reads it."""
-    from django.db import connection
-
-    db = connection.settings_dict
-    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
 
 
 @pytest.fixture(scope="module")

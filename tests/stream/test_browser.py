@@ -21,8 +21,8 @@ from django.core.management import call_command
 from devchain.devnet import make_deposits
 from tests.browser import WAIT_SECONDS
 from tests.ports import closed_port
+from tests.processes import database_url
 from tests.stream.client import StreamProcess
-from tests.stream.conftest import database_url
 from tests.webhooks.test_chain import expected
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.chain]

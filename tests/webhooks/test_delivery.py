@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 from standardwebhooks.webhooks import WebhookVerificationError
 
+from tests.resolver import FakeResolver
 from tests.webhooks.conftest import register
 from tests.webhooks.receivers import Answer
 from webhooks.dispatcher import Dispatcher
@@ -206,17 +207,11 @@ def test_a_dns_answer_turned_private_is_refused_at_delivery(keyed, receiver, mon
     fake resolver: the real DNS cannot be made to change its answer here.)"""
     server = receiver()
     settings.WEBHOOK_ALLOW_PRIVATE_HOSTS = False
-    answers = {"hooks.example": "93.184.216.34"}
-    real = socket.getaddrinfo
-
-    def resolve(host, port, *args, **kwargs):
-        if host in answers:
-            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answers[host], port))]
-        return real(host, port, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    resolver = FakeResolver()
+    resolver.answers["hooks.example"] = [["93.184.216.34"]]
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
     register(keyed, f"http://hooks.example:{server.port}/hook")
-    answers["hooks.example"] = "127.0.0.1"
+    resolver.answers["hooks.example"] = [["127.0.0.1"]]
     announce()
     dispatcher = Dispatcher(workers=2, per_endpoint=2)
     try:

@@ -19,6 +19,7 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework_api_key.models import APIKey
 
+from tests.resolver import FakeResolver
 from tests.webhooks.test_delivery import announce
 from webhooks.dispatcher import Dispatcher
 from webhooks.models import Attempt, Delivery, Endpoint
@@ -251,22 +252,16 @@ def test_connections_are_kept_alive_to_the_checked_address(settings, monkeypatch
     settings.WEBHOOK_TIMEOUT = 5.0
     server = Counting(host="0.0.0.0")
     settings.WEBHOOK_ALLOWED_PORTS = [server.port]
-    answers = {"hooks.example": "127.0.0.1"}
-    real = socket.getaddrinfo
-
-    def resolve(host, port, *args, **kwargs):
-        if host in answers:
-            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answers[host], port))]
-        return real(host, port, *args, **kwargs)
-
-    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    resolver = FakeResolver()
+    resolver.answers["hooks.example"] = [["127.0.0.1"]]
+    monkeypatch.setattr(socket, "getaddrinfo", resolver)
     pools = ConnectionPools()
     url = f"http://hooks.example:{server.port}/hook"
     try:
         for i in range(10):
             signed = Signed(url, f"evt_keep_{i}", b"{}", (secret_new(),))
             assert attempt_send(signed, pools=pools).status_code == 200
-        answers["hooks.example"] = "127.0.0.2"
+        resolver.answers["hooks.example"] = [["127.0.0.2"]]
         signed = Signed(url, "evt_moved", b"{}", (secret_new(),))
         assert attempt_send(signed, pools=pools).status_code == 200
     finally:

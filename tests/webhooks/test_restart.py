@@ -25,8 +25,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from tests.e2e.test_celery import database_url
-from tests.processes import terminate
+from tests.processes import database_url, terminate
 from tests.webhooks.conftest import register
 from tests.webhooks.receivers import Answer
 from webhooks.models import Delivery

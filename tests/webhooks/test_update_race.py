@@ -102,9 +102,9 @@ def test_a_rotation_during_an_updates_probe_survives_it(key, keyed, receiver, si
     )
 
 
-def test_an_auto_disable_during_an_updates_probe_survives_it(
-    key, keyed, receiver, silent, settings
-):
+def failing_past_the_limit(keyed, receiver, settings) -> tuple[dict, Endpoint]:
+    """An endpoint registered, failing for longer than WEBHOOK_DISABLE_AFTER (60 s), with a
+    delivery due: its next failed attempt disables it."""
     settings.WEBHOOK_DISABLE_AFTER = 60
     created = register(keyed, receiver().url())
     endpoint = Endpoint.objects.get()
@@ -113,6 +113,13 @@ def test_an_auto_disable_during_an_updates_probe_survives_it(
     )
     announce()
     outbox_fan_out()
+    return created, endpoint
+
+
+def test_an_auto_disable_during_an_updates_probe_survives_it(
+    key, keyed, receiver, silent, settings
+):
+    created, endpoint = failing_past_the_limit(keyed, receiver, settings)
     path = f"/webhooks/{created['id']}"
     body = {"url": silent.url(), "description": "moved"}
     updating, answers = in_thread(keyed_client(key[1]), "patch", path, body)
@@ -179,14 +186,7 @@ def test_staff_disabling_during_an_attempts_record_stays_staffs(
 ):
     """The dispatcher read the endpoint enabled, then staff disabled it before the attempt's
     failure could disable it too: "Disabled by ..." stays, so only staff enable it again."""
-    settings.WEBHOOK_DISABLE_AFTER = 60
-    created = register(keyed, receiver().url())
-    endpoint = Endpoint.objects.get()
-    Endpoint.objects.filter(id=endpoint.id).update(
-        failing_since=timezone.now() - dt.timedelta(seconds=61)
-    )
-    announce()
-    outbox_fan_out()
+    created, endpoint = failing_past_the_limit(keyed, receiver, settings)
     locked, go = threading.Event(), threading.Event()
 
     def staff() -> None:

@@ -94,6 +94,9 @@ def _not_modified(response) -> HttpResponseNotModified:
     return answer
 
 
+_UNNAMED = object()
+
+
 def _stored(name: str) -> str:
     """The cache name of a document stored as JSON bytes (never one a version before stored as
     its data)."""
@@ -119,8 +122,10 @@ class ConditionalReadMixin:
     _replica: str | None = None
     _primary_only: bool = False
     _routing: contextlib.ExitStack | None = None
+    _document_name: object = _UNNAMED  # until worked out (_named)
 
     def dispatch(self, request, *args, **kwargs):
+        self._document_name = _UNNAMED
         with contextlib.ExitStack() as self._routing:
             try:
                 return super().dispatch(request, *args, **kwargs)
@@ -134,8 +139,14 @@ class ConditionalReadMixin:
         generation, and the view's stored document where it names one."""
         if request.method not in CONDITIONAL_METHODS:
             return []
-        name = self.document_name(request)
+        name = self._named(request)
         return [generation_key(), *(document_keys(_stored(name)) if name else ())]
+
+    def _named(self, request) -> str | None:
+        """document_name, worked out once per request (read ahead, then answered)."""
+        if self._document_name is _UNNAMED:
+            self._document_name = self.document_name(request)
+        return self._document_name  # type: ignore[return-value]
 
     def document_name(self, request) -> str | None:
         """The name of the document this request reads from the document cache
@@ -146,7 +157,7 @@ class ConditionalReadMixin:
         """The answer of a cached document: the JSON bytes it was stored as, read in the rate
         limit's round trip (no rendering, no database on a hit); `build` makes its data on a
         miss, rendered once as every JSON answer is."""
-        name = self.document_name(request)
+        name = self._named(request)
         assert name is not None
 
         def rendered() -> bytes:

@@ -133,6 +133,16 @@ def every(seconds: int) -> IntervalSchedule:
     return interval
 
 
+def only_deposit_indexing_every_second() -> None:
+    """Ops, in admin: every default job off but deposit indexing, which runs every second."""
+    ensure_default_schedules()
+    for task in PeriodicTask.objects.filter(name__in=[d.name for d in DEFAULT_SCHEDULES]):
+        task.enabled = task.name == "lat-deposit-indexing"
+        if task.enabled:
+            task.interval = every(1)
+        task.save()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_beat_and_worker_run_the_schedules_ops_set(chain, settings, tmp_path, celery_processes):
     settings.RPC_URL = chain.url
@@ -141,13 +151,7 @@ def test_beat_and_worker_run_the_schedules_ops_set(chain, settings, tmp_path, ce
     expected = {lat.id: chain_deposit_count(chain, chain.lat(lat.symbol)) for lat in lats}
     assert all(expected.values())
 
-    # Ops, in admin: every default job off but deposit indexing, which runs every second.
-    ensure_default_schedules()
-    for task in PeriodicTask.objects.filter(name__in=[d.name for d in DEFAULT_SCHEDULES]):
-        task.enabled = task.name == "lat-deposit-indexing"
-        if task.enabled:
-            task.interval = every(1)
-        task.save()
+    only_deposit_indexing_every_second()
 
     celery_processes.start(
         "worker",
@@ -213,12 +217,7 @@ def test_two_beats_enqueue_each_job_once_and_a_frozen_one_publishes_nothing(
     second come from one beat only; frozen (SIGSTOP), the other takes over within
     FOLLOWER_LEASE_SECONDS (+ 2 s); woken (SIGCONT), the first publishes nothing more."""
     lease = 4
-    ensure_default_schedules()
-    for entry in PeriodicTask.objects.filter(name__in=[d.name for d in DEFAULT_SCHEDULES]):
-        entry.enabled = entry.name == "lat-deposit-indexing"
-        if entry.enabled:
-            entry.interval = every(1)
-        entry.save()
+    only_deposit_indexing_every_second()
     task = PeriodicTask.objects.get(name="lat-deposit-indexing").task
     broker = broker_url(worker_id)
     celery_processes.env["FOLLOWER_LEASE_SECONDS"] = str(lease)

@@ -171,7 +171,7 @@ def attempt_send(signed: Signed, *, pools: ConnectionPools | None = None) -> Att
             response.status,
             error,
             ms(),
-            raw[:HEAD_BYTES].decode("utf-8", "replace"),
+            raw[:HEAD_BYTES].decode("utf-8", "replace").replace("\x00", "\ufffd"),  # no NUL in text
             retry_after=_retry_after(response.getheader("Retry-After")),
         )
     except TimeoutError:

@@ -20,7 +20,7 @@ from tests.resolver import FakeResolver
 from tests.webhooks.conftest import register
 from tests.webhooks.receivers import Answer
 from webhooks.dispatcher import Dispatcher
-from webhooks.models import Delivery, Endpoint, OutboxEvent
+from webhooks.models import Attempt, Delivery, Endpoint, OutboxEvent
 from webhooks.outbox import outbox_events_removing, payload
 from webhooks.services import outbox_fan_out
 
@@ -97,6 +97,20 @@ def test_a_400_is_final(keyed, receiver, dispatcher):
     delivery = Delivery.objects.get()
     assert (delivery.status, delivery.last_status_code) == ("failed", 400)
     assert delivery.attempts.get().response_head == "no such thing"
+
+
+def test_an_answer_with_nul_bytes_is_recorded(keyed, receiver, dispatcher):
+    """PostgreSQL's text takes no NUL: the answer's head is kept with U+FFFD in their place,
+    and the batch it is recorded in is not lost to it."""
+    server, other = receiver(Answer(400, body=b"bad\x00input")), receiver()
+    register(keyed, server.url())
+    register(keyed, other.url())
+    announce()
+    dispatcher.drain()
+    assert Attempt.objects.get(delivery__endpoint__url=server.url()).response_head == (
+        "bad\ufffdinput"
+    )
+    assert Delivery.objects.get(endpoint__url=other.url()).status == "delivered"
 
 
 def test_the_schedule_ends_in_a_final_failure(keyed, receiver, dispatcher):

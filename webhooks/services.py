@@ -22,6 +22,7 @@ from core import outbound
 from core.api.params import parse_addresses
 from core.errors import InvalidInput, NotFound, ServiceError
 from core.locks import lock_key
+from lats.models import Lat
 from webhooks.models import Attempt, Delivery, Endpoint, OutboxEvent
 from webhooks.outbox import TYPES, Filters, outbox_ping
 from webhooks.sending import AttemptResult, Signed, attempt_send, url_probe
@@ -159,6 +160,7 @@ _DELIVERY = Delivery._meta.db_table
 _ATTEMPT = Attempt._meta.db_table
 _OUTBOX = OutboxEvent._meta.db_table
 _ENDPOINT = Endpoint._meta.db_table
+_LAT = Lat._meta.db_table
 
 
 @transaction.atomic
@@ -276,12 +278,45 @@ def _filters(endpoint: Endpoint) -> Filters:
     return Filters(frozenset(endpoint.lats), frozenset(endpoint.types), frozenset(endpoint.wallets))
 
 
+# What outbox_fan_out does, in one statement on PostgreSQL: the filters (webhooks.outbox.
+# Filters.matches) on jsonb, each delivery inserted in the event's order. Its estimated cost
+# (a subplan per event and endpoint) is far above what it does (milliseconds): JIT is off for
+# it, or compiling it would take a second of every round.
+_FAN_OUT = f"""WITH events AS (
+    SELECT o.id, o.type, ARRAY(SELECT jsonb_array_elements_text(o.wallets)) AS wallets,
+        o.removes_id, l.proxy_address AS lat
+    FROM {_OUTBOX} o LEFT JOIN {_LAT} l ON l.id = o.lat_id
+    WHERE o.fanned_out_at IS NULL ORDER BY o.id LIMIT %(limit)s FOR UPDATE OF o SKIP LOCKED
+), deliveries AS (
+    INSERT INTO {_DELIVERY} (endpoint_id, event_id, status, attempt_count, next_attempt_at,
+        created_at, updated_at)
+    SELECT e.id, v.id, 'pending', 0, %(now)s, %(now)s, %(now)s
+    FROM events v JOIN {_ENDPOINT} e ON e.enabled AND CASE WHEN v.type = 'eventRemoved'
+        THEN EXISTS (SELECT FROM {_DELIVERY} s WHERE s.event_id = v.removes_id
+            AND s.endpoint_id = e.id AND (s.status = 'pending'
+                OR EXISTS (SELECT FROM {_ATTEMPT} a WHERE a.delivery_id = s.id)))
+        ELSE (e.types = '[]'::jsonb OR e.types ? v.type)
+            AND (e.lats = '[]'::jsonb OR e.lats ? v.lat)
+            AND (e.wallets = '[]'::jsonb OR e.wallets ?| v.wallets)
+        END
+    ORDER BY v.id, e.id
+    ON CONFLICT DO NOTHING
+)
+UPDATE {_OUTBOX} o SET fanned_out_at = %(now)s FROM events v WHERE o.id = v.id"""
+
+
 def outbox_fan_out(*, limit: int = 500) -> int:
     """One delivery per matching enabled endpoint for the oldest events not fanned out yet
     (rows another dispatcher holds are skipped); returns how many events were fanned out.
-    An `eventRemoved` goes to every enabled endpoint that was sent the event it withdraws,
-    whatever its `types` (or its filters changed since) say: a subscriber to deposits must hear
-    that its deposit is gone (extensions.md)."""
+    An `eventRemoved` goes to every enabled endpoint that was sent the event it withdraws
+    (attempted, or pending still: in flight, the others were cancelled), whatever its `types`
+    (or its filters changed since) say: a subscriber to deposits must hear that its deposit is
+    gone (extensions.md). On PostgreSQL one statement (_FAN_OUT); elsewhere through the ORM."""
+    if connection.vendor == "postgresql":
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL jit = off")
+            cursor.execute(_FAN_OUT, {"limit": limit, "now": timezone.now()})
+            return cursor.rowcount
     with transaction.atomic():
         events = list(
             OutboxEvent.objects.filter(fanned_out_at__isnull=True)
@@ -297,7 +332,6 @@ def outbox_fan_out(*, limit: int = 500) -> int:
         deliveries: list[Delivery] = []
         for event in events:
             if event.type == OutboxEvent.Type.EVENT_REMOVED:
-                # Attempted, or pending still (in flight: the others were cancelled).
                 sent_to = set(
                     Delivery.objects.filter(event_id=event.removes_id)
                     .filter(Q(attempts__isnull=False) | Q(status=Delivery.Status.PENDING))
@@ -359,36 +393,12 @@ def deliveries_record_attempts(*, finished: list[Finished]) -> dict[int, str]:
     once per batch, and only when its failing state changes."""
     if not finished:
         return {}
-    delivery_ids = sorted({f.delivery_id for f in finished})
-    # The endpoints first (read through the deliveries), locked in id order; then the
-    # deliveries, in id order.
-    endpoints = {
-        e.id: e
-        for e in Endpoint.objects.filter(
-            id__in=Delivery.objects.filter(id__in=delivery_ids).values("endpoint_id")
-        )
-        .order_by("id")
-        .select_for_update(no_key=True)
-    }
-    rows = {
-        row[0]: row
-        for row in Delivery.objects.filter(id__in=delivery_ids)
-        .order_by("id")
-        .select_for_update(of=("self",))
-        .values_list(
-            "id",
-            "endpoint_id",
-            "status",
-            "attempt_count",
-            "first_attempt_at",
-            "event__removed",
-            "event__event_id",
-        )
-    }
+    endpoints, rows = _record_locks(sorted({f.delivery_id for f in finished}))
     now = timezone.now()
     attempts: list[Attempt] = []
     states: dict[int, dict[str, Any]] = {}
     failing: dict[int, datetime | None] = {i: e.failing_since for i, e in endpoints.items()}
+    logged = logger.isEnabledFor(logging.INFO)
     for item in sorted(finished, key=lambda f: f.at):
         row = rows.get(item.delivery_id)
         if row is None or row[1] not in endpoints:
@@ -430,6 +440,8 @@ def deliveries_record_attempts(*, finished: list[Finished]) -> dict[int, str]:
                     due = max(due, now + timedelta(seconds=min(result.retry_after, 86400)))
                 state["next"] = due
             failing[endpoint_id] = failing[endpoint_id] or item.at
+        if not logged:
+            continue
         logger.info(
             "webhook attempt",
             extra={
@@ -448,16 +460,79 @@ def deliveries_record_attempts(*, finished: list[Finished]) -> dict[int, str]:
     return {i: str(state["status"]) for i, state in states.items()}
 
 
+@dataclass
+class _Locked:
+    """An endpoint locked for recording: what the record reads of it."""
+
+    id: int
+    public_id: str
+    enabled: bool
+    failing_since: datetime | None
+
+
+_LOCK_ENDPOINTS = f"""SELECT e.id, e.public_id, e.enabled, e.failing_since FROM {_ENDPOINT} e
+WHERE e.id IN (SELECT d.endpoint_id FROM {_DELIVERY} d WHERE d.id = ANY(%s::bigint[]))
+ORDER BY e.id FOR NO KEY UPDATE OF e"""
+_LOCK_DELIVERIES = f"""SELECT d.id, d.endpoint_id, d.status, d.attempt_count, d.first_attempt_at,
+    o.removed, o.event_id
+FROM {_DELIVERY} d JOIN {_OUTBOX} o ON o.id = d.event_id
+WHERE d.id = ANY(%s::bigint[]) ORDER BY d.id FOR UPDATE OF d"""
+
+
+def _record_locks(delivery_ids: list[int]) -> tuple[dict[int, _Locked], dict[int, tuple]]:
+    """The endpoints of the deliveries locked first (read through the deliveries), in id
+    order; then the deliveries, in id order, with what the record reads of them and their
+    event. On PostgreSQL in two plain statements (the ids as one array literal)."""
+    if connection.vendor == "postgresql":
+        ids = "{" + ",".join(map(str, delivery_ids)) + "}"
+        with connection.cursor() as cursor:
+            cursor.execute(_LOCK_ENDPOINTS, [ids])
+            endpoints = {row[0]: _Locked(*row) for row in cursor.fetchall()}
+            cursor.execute(_LOCK_DELIVERIES, [ids])
+            return endpoints, {row[0]: row for row in cursor.fetchall()}
+    endpoints = {
+        row[0]: _Locked(*row)
+        for row in Endpoint.objects.filter(
+            id__in=Delivery.objects.filter(id__in=delivery_ids).values("endpoint_id")
+        )
+        .order_by("id")
+        .select_for_update(no_key=True)
+        .values_list("id", "public_id", "enabled", "failing_since")
+    }
+    rows = {
+        row[0]: row
+        for row in Delivery.objects.filter(id__in=delivery_ids)
+        .order_by("id")
+        .select_for_update(of=("self",))
+        .values_list(
+            "id",
+            "endpoint_id",
+            "status",
+            "attempt_count",
+            "first_attempt_at",
+            "event__removed",
+            "event__event_id",
+        )
+    }
+    return endpoints, rows
+
+
+# The attempts and the deliveries' new states as two JSON documents (one parameter each:
+# binding thirteen arrays element by element cost more than the statement).
 _UPDATE = f"""WITH attempts AS (INSERT INTO {_ATTEMPT}
     (delivery_id, at, status_code, error, duration_ms, response_head)
-    SELECT * FROM unnest(%s::bigint[], %s::timestamptz[], %s::int[], %s::text[], %s::int[],
-        %s::text[]))
+    SELECT * FROM jsonb_to_recordset(%s::jsonb) AS a(delivery_id bigint, at timestamptz,
+        status_code int, error text, duration_ms int, response_head text))
 UPDATE {_DELIVERY} AS d SET status = v.status, attempt_count = v.attempts,
     first_attempt_at = v.first_at, last_status_code = v.code, next_attempt_at = v.next_at,
     leased_until = NULL, updated_at = %s
-FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::timestamptz[], %s::int[],
-    %s::timestamptz[]) AS v(id, status, attempts, first_at, code, next_at)
+FROM jsonb_to_recordset(%s::jsonb) AS v(id bigint, status text, attempts int,
+    first_at timestamptz, code int, next_at timestamptz)
 WHERE d.id = v.id"""
+
+
+def _iso(at: datetime | None) -> str | None:
+    return None if at is None else at.isoformat()
 
 
 def _deliveries_update(
@@ -471,27 +546,27 @@ def _deliveries_update(
         if state["status"] != Delivery.Status.PENDING:
             state["next"] = None
     if connection.vendor == "postgresql":
-        ids = list(states)
-        values = [states[i] for i in ids]
+        rows = [
+            [a.delivery_id, _iso(a.at), a.status_code, a.error, a.duration_ms, a.response_head]
+            for a in attempts
+        ]
+        keys = ("delivery_id", "at", "status_code", "error", "duration_ms", "response_head")
+        added = json.dumps([dict(zip(keys, row, strict=True)) for row in rows])
+        changed = json.dumps(
+            [
+                {
+                    "id": delivery_id,
+                    "status": str(v["status"]),
+                    "attempts": v["count"],
+                    "first_at": _iso(v["first"]),
+                    "code": v["code"],
+                    "next_at": _iso(v["next"]),
+                }
+                for delivery_id, v in states.items()
+            ]
+        )
         with connection.cursor() as cursor:
-            cursor.execute(
-                _UPDATE,
-                [
-                    [a.delivery_id for a in attempts],
-                    [a.at for a in attempts],
-                    [a.status_code for a in attempts],
-                    [a.error for a in attempts],
-                    [a.duration_ms for a in attempts],
-                    [a.response_head for a in attempts],
-                    now,
-                    ids,
-                    [str(v["status"]) for v in values],
-                    [v["count"] for v in values],
-                    [v["first"] for v in values],
-                    [v["code"] for v in values],
-                    [v["next"] for v in values],
-                ],
-            )
+            cursor.execute(_UPDATE, [added, now, changed])
         return
     Attempt.objects.bulk_create(attempts, batch_size=1000)
     Delivery.objects.bulk_update(
@@ -520,7 +595,7 @@ def _deliveries_update(
     )
 
 
-def _endpoint_failing(endpoint: Endpoint, *, since: datetime | None, now: datetime) -> None:
+def _endpoint_failing(endpoint: _Locked, *, since: datetime | None, now: datetime) -> None:
     """The endpoint's failing state after the batch (locked already): failing since `since`
     (None: its last attempt succeeded), disabled once that is WEBHOOK_DISABLE_AFTER ago. A
     disabled endpoint (staff, its key) stays as they left it."""
@@ -531,7 +606,8 @@ def _endpoint_failing(endpoint: Endpoint, *, since: datetime | None, now: dateti
         return
     if (now - since).total_seconds() >= settings.WEBHOOK_DISABLE_AFTER:
         days = settings.WEBHOOK_DISABLE_AFTER / 86400
-        _save(endpoint, {"enabled": False, "disabled_reason": f"{FAILING_PREFIX}{days:g} days."})
+        reason = f"{FAILING_PREFIX}{days:g} days."
+        _save(Endpoint.objects.get(id=endpoint.id), {"enabled": False, "disabled_reason": reason})
         logger.warning("webhook endpoint disabled", extra={"endpoint": endpoint.public_id})
 
 
@@ -539,10 +615,14 @@ def _endpoint_failing(endpoint: Endpoint, *, since: datetime | None, now: dateti
 
 CLAIM_LOCK = "webhooks.claim"  # core.locks.lock_key: one claim at a time across dispatchers
 
+# The leased ones are counted up to the cap by an index scan in order (not a bitmap scan): it
+# marks the index entries of rows whose lease has ended as dead as it passes them, so a
+# burst's ended leases are not read again at every claim until vacuum.
 _CANDIDATES = f"""SELECT e.id, e.api_key_id, e.failing_since IS NOT NULL, l.n, d.id
 FROM {_ENDPOINT} e
-CROSS JOIN LATERAL (SELECT count(*) AS n FROM {_DELIVERY} l
-    WHERE l.endpoint_id = e.id AND l.leased_until > %(now)s) l
+CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM {_DELIVERY} l
+    WHERE l.endpoint_id = e.id AND l.leased_until > %(now)s
+    ORDER BY l.leased_until LIMIT %(per)s) l) l
 CROSS JOIN LATERAL (SELECT id, next_attempt_at FROM {_DELIVERY} d
     WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= %(now)s
     ORDER BY d.next_attempt_at, d.id LIMIT greatest(%(per)s - l.n, 0)) d
@@ -686,7 +766,7 @@ def deliveries_claim(
     ids = [c.delivery_id for c in taken]
     if postgresql:
         with connection.cursor() as cursor:
-            cursor.execute(_CLAIM, [lease, lease, ids, now])
+            cursor.execute(_CLAIM, [lease, lease, "{" + ",".join(map(str, ids)) + "}", now])
             leased = {row[0]: row for row in cursor.fetchall()}
     else:
         leased = _claim_rows(ids, lease=lease, now=now)
@@ -750,9 +830,11 @@ def _claim_rows(ids: list[int], *, lease: datetime, now: datetime) -> dict[int, 
     }
 
 
+# The ids joined (not `d.id = ANY(...)`, which the planner may AND with the due index: a
+# scan of every dead entry a burst of attempts left in it until vacuum).
 _CLAIM = f"""UPDATE {_DELIVERY} AS d SET next_attempt_at = %s, leased_until = %s
-FROM {_ENDPOINT} e, {_OUTBOX} o
-WHERE d.id = ANY(%s) AND d.status = 'pending' AND d.next_attempt_at <= %s
+FROM unnest(%s::bigint[]) AS c(id), {_ENDPOINT} e, {_OUTBOX} o
+WHERE d.id = c.id AND d.status = 'pending' AND d.next_attempt_at <= %s
     AND e.id = d.endpoint_id AND o.id = d.event_id
 RETURNING d.id, o.event_id, o.payload::text, e.url, e.secret, e.previous_secret,
     e.previous_secret_until"""

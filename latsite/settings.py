@@ -437,9 +437,11 @@ RETENTION_BATCH = env.int("RETENTION_BATCH", default=5000)
 # The live stream (GET /stream/events, the Procfile's stream process; stream/).
 # Open streams per client address (429 beyond), shared by every stream process through Redis.
 STREAM_MAX_PER_IP = env.int("STREAM_MAX_PER_IP", default=10)
-# A comment line this often on an idle stream; each renews the stream's slot, which lapses
-# after STREAM_SLOT_SECONDS unless renewed (the slots of a process that died).
+# Every stream is written to at least this often: a comment line where no message came (one
+# timer for the process, stream/hub.py).
 STREAM_KEEPALIVE_SECONDS = env.float("STREAM_KEEPALIVE_SECONDS", default=15)
+# A stream's slot lapses after this unless renewed (the slots of a process that died); the
+# process renews its slots a third of it apart.
 STREAM_SLOT_SECONDS = env.int("STREAM_SLOT_SECONDS", default=60)
 # A granted connect's stream starts at once; a grant not taken within this many seconds (its
 # client went away while the connect was being granted) lapses and its slot is released. Keep
@@ -449,7 +451,8 @@ STREAM_GRANT_SECONDS = env.float("STREAM_GRANT_SECONDS", default=10)
 STREAM_BUFFER = env.int("STREAM_BUFFER", default=1000)
 # A client that leaves one message unread this long (seconds) is disconnected.
 STREAM_SEND_TIMEOUT = env.float("STREAM_SEND_TIMEOUT", default=10)
-# The feed is read on the outbox's NOTIFY (PostgreSQL) and at least this often.
+# The feed is read on the outbox's NOTIFY (PostgreSQL) and, while LISTEN is down or where there
+# is none (SQLite), at least this often (with LISTEN up, every 30 s: stream/hub.py).
 STREAM_POLL_SECONDS = env.float("STREAM_POLL_SECONDS", default=1.0)
 # Rows read per query when a resumed stream catches up from the stored feed.
 STREAM_BACKLOG_PAGE = env.int("STREAM_BACKLOG_PAGE", default=500)

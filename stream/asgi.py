@@ -12,7 +12,8 @@ hold a thread per open stream). Each stream sends, in id order:
    pages, each read checked against retention as 0.), until it has caught up with the hub;
 2. then what the hub hands it (everything after that id), skipping ids already sent; and
    back to 1 whenever the hub outran its queue (a burst larger than STREAM_BUFFER);
-with a keep-alive comment whenever nothing was sent for STREAM_KEEPALIVE_SECONDS. A client that
+and a keep-alive comment when the hub hands it one (stream/hub.py: once per
+STREAM_KEEPALIVE_SECONDS, one timer for every stream, none per stream). A client that
 leaves one message unread for STREAM_SEND_TIMEOUT is disconnected: what the process holds for
 a stream is its queue (references to messages every stream shares) and the socket's buffer.
 """
@@ -31,7 +32,7 @@ from core.api.errors import error_body
 from stream import telemetry
 from stream.feed import FeedExpired, feed_backlog, feed_expired, reset_frame
 from stream.grants import GRANT_HEADER, SCOPE_KEY, UNAVAILABLE, Grant, grant_take
-from stream.hub import Hub, Stream, hub, in_thread
+from stream.hub import KEEPALIVE, Hub, Stream, hub, in_thread
 from stream.slots import slot_release
 
 logger = logging.getLogger(__name__)
@@ -39,7 +40,6 @@ logger = logging.getLogger(__name__)
 PATH = "/stream/events"
 _GRANT = GRANT_HEADER.lower().encode()
 _HELLO = b"retry: 3000\n: connected\n\n"
-_KEEPALIVE = b": keep-alive\n\n"
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -164,18 +164,13 @@ async def _catch_up(feed: Hub, grant: Grant, send: Send, last: int) -> int:
 
 
 async def _live(stream: Stream, send: Send, last: int) -> int:
-    """The hub's messages until the stream fell behind (its queue overflowed) and its queue is
-    sent; returns the last id sent."""
-    keepalive = settings.STREAM_KEEPALIVE_SECONDS
+    """The hub's messages (and keep-alives) until the stream fell behind (its queue overflowed)
+    and its queue is sent; returns the last id sent."""
     while not (stream.behind and stream.queue.empty()):
-        try:
-            # asyncio.timeout, not wait_for: a message stays queued if the timeout wins.
-            async with asyncio.timeout(keepalive):
-                message = await stream.queue.get()
-        except TimeoutError:
-            await _body(send, _KEEPALIVE)
-            continue
-        if message.id > last:
+        message = await stream.queue.get()
+        if message is KEEPALIVE:
+            await _body(send, message.frame)
+        elif message.id > last:
             await _body(send, message.frame)
             telemetry.MESSAGES.inc()
             last = message.id

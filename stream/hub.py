@@ -1,16 +1,26 @@
 """One stream process's fan-out, shared by every stream it serves.
 
 The hub follows the feed (stream/feed.py): woken by the outbox's NOTIFY (PostgreSQL LISTEN on a
-connection of its own) or every STREAM_POLL_SECONDS, it reads the rows after the last it saw,
-once for the process, and puts each message in the queue of every stream whose filters match.
+connection of its own), it reads the rows after the last it saw, once for the process, and puts
+each message in the queue of every stream whose filters match. Without LISTEN (SQLite, or while
+its connection is lost) it reads every STREAM_POLL_SECONDS; with it, every LISTENING_POLL_SECONDS
+only, a safety net (every writer of the outbox NOTIFYs at its commit, webhooks/outbox.py).
 A stream's queue holds at most STREAM_BUFFER messages: a stream that cannot take one more falls
 behind, is handed nothing more, and catches up from the stored feed (stream/asgi.py). Nothing
 here uses Redis: with Redis down the streams go on.
+
+Idle streams cost next to nothing: no timer and no task per stream wakes while nothing happens.
+One timer for the process hands the keep-alive (KEEPALIVE, through the same queue as messages)
+to every stream once per STREAM_KEEPALIVE_SECONDS: the streams are spread over SLICES slices,
+one slice visited each STREAM_KEEPALIVE_SECONDS / SLICES, so that the writes of a thousand
+streams come in small batches rather than all at once. The per-address slots (stream/slots.py)
+are renewed in one Redis call a third of STREAM_SLOT_SECONDS apart.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +36,11 @@ from stream.slots import slots_renew
 from webhooks.outbox import NOTIFY_CHANNEL
 
 logger = logging.getLogger(__name__)
+
+LISTENING_POLL_SECONDS = 30.0  # the feed read while LISTEN is up, whether or not NOTIFY came
+SLICES = 10  # of the keep-alive round
+# The keep-alive comment (extensions.md, "Live stream"), queued as a message is: it has no id.
+KEEPALIVE = Message(0, "", None, frozenset(), None, b": keep-alive\n\n")
 
 
 def in_thread(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -46,10 +61,11 @@ def in_thread(function: Callable[..., Any]) -> Callable[..., Any]:
 class Stream:
     """One open stream: its filters and the messages waiting for it."""
 
-    def __init__(self, filters: Filters, buffer: int) -> None:
+    def __init__(self, filters: Filters, buffer: int, turn: int) -> None:
         self.filters = filters
         self.queue: asyncio.Queue[Message] = asyncio.Queue(buffer)
         self.behind = False  # the queue overflowed: the rest comes from the stored feed
+        self.turn = turn  # its slice of the keep-alive round
 
     def offer(self, message: Message) -> None:
         if self.behind:
@@ -64,8 +80,11 @@ class Hub:
     def __init__(self) -> None:
         self.high = 0  # the last id read from the feed
         self._streams: set[Stream] = set()
+        self._round: list[set[Stream]] = [set() for _ in range(SLICES)]  # by Stream.turn
+        self._turns = itertools.count()
         self._started: asyncio.Future | None = None
         self._wake = asyncio.Event()
+        self._listening = False  # LISTEN is up: NOTIFY wakes the follower
         self._tasks: list[asyncio.Task] = []
 
     async def ready(self) -> None:
@@ -80,22 +99,28 @@ class Hub:
             asyncio.create_task(self._follow()),
             asyncio.create_task(self._listen()),
             asyncio.create_task(self._renew()),
+            asyncio.create_task(self._keep_alive()),
         ]
 
     def subscribe(self, filters: Filters) -> Stream:
         """A stream handed every message after `self.high` (the caller has sent those up to
         it, with no await since it read it)."""
-        stream = Stream(filters, settings.STREAM_BUFFER)
+        stream = Stream(filters, settings.STREAM_BUFFER, next(self._turns) % SLICES)
         self._streams.add(stream)
+        self._round[stream.turn].add(stream)
         return stream
 
     def unsubscribe(self, stream: Stream) -> None:
         self._streams.discard(stream)
+        self._round[stream.turn].discard(stream)
 
     async def _follow(self) -> None:
         while True:
+            poll = settings.STREAM_POLL_SECONDS
+            if self._listening:
+                poll = max(poll, LISTENING_POLL_SECONDS)
             try:
-                await asyncio.wait_for(self._wake.wait(), settings.STREAM_POLL_SECONDS)
+                await asyncio.wait_for(self._wake.wait(), poll)
             except TimeoutError:
                 pass
             self._wake.clear()
@@ -117,10 +142,24 @@ class Hub:
         for stream in [stream for stream in self._streams if stream.behind]:
             self.unsubscribe(stream)
 
+    async def _keep_alive(self) -> None:
+        """Each stream handed KEEPALIVE once per STREAM_KEEPALIVE_SECONDS, its slice's turn,
+        unless messages wait in its queue (they are being sent): no stream goes longer than
+        that without a write. The turns are kept to the clock, not to the work they did."""
+        loop = asyncio.get_running_loop()
+        step, at = settings.STREAM_KEEPALIVE_SECONDS / SLICES, loop.time()
+        for turn in itertools.cycle(range(SLICES)):
+            at = max(at + step, loop.time())
+            await asyncio.sleep(at - loop.time())
+            for stream in self._round[turn]:
+                if stream.queue.empty():
+                    stream.queue.put_nowait(KEEPALIVE)
+
     async def _renew(self) -> None:
-        """The process's per-address slots renewed together (stream/slots.py)."""
+        """The process's per-address slots renewed together (stream/slots.py), three times per
+        STREAM_SLOT_SECONDS: a renewal may fail or come late once without a slot lapsing."""
         while True:
-            await asyncio.sleep(settings.STREAM_KEEPALIVE_SECONDS)
+            await asyncio.sleep(settings.STREAM_SLOT_SECONDS / 3)
             try:
                 await in_thread(slots_renew)()
             except Exception:
@@ -137,12 +176,17 @@ class Hub:
                     conninfo, autocommit=True
                 ) as listener:
                     await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    self._listening = True
                     self._wake.set()  # what committed while no one listened
                     async for _ in listener.notifies():
                         self._wake.set()
             except (psycopg.Error, OSError):
                 logger.warning("stream: LISTEN lost, polling until it is back")
-                await asyncio.sleep(1)
+            finally:
+                if self._listening:
+                    self._listening = False
+                    self._wake.set()  # the follower reads now, then polls
+            await asyncio.sleep(1)
 
 
 _hubs: dict[asyncio.AbstractEventLoop, Hub] = {}

@@ -1,7 +1,8 @@
 """Open streams per client address (STREAM_MAX_PER_IP), counted across every stream process in
 Redis: a sorted set per address whose members are its open streams and whose scores are when
-each lapses unless renewed (the process renews all its slots in one round trip every
-STREAM_KEEPALIVE_SECONDS, so the slots of a process that died lapse within STREAM_SLOT_SECONDS).
+each lapses unless renewed (the process renews all its slots, RENEW_BATCH to a script call, a
+third of STREAM_SLOT_SECONDS apart: stream/hub.py; so the slots of a process that died lapse
+within STREAM_SLOT_SECONDS).
 While Redis is away (core/redisguard.py), or where the cache is not Redis (the demo), each
 process counts its own.
 
@@ -27,6 +28,7 @@ from core.errors import Busy
 _local: Counter[str] = Counter()
 _local_lock = threading.Lock()
 _shared: set[Slot] = set()  # this process's held slots counted in Redis, renewed together
+RENEW_BATCH = 500  # slots renewed per script call: Redis runs one script at a time
 
 # KEYS[1]: the address's set; ARGV: now, lapse time, member, limit, ttl. 1: taken, 0: full.
 _ACQUIRE = """
@@ -36,6 +38,15 @@ redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 return 1
 """
+# KEYS: the addresses' sets, one per slot; ARGV: lapse time, ttl, then KEYS[i]'s member at 2 + i.
+# A released slot's member is gone: ZADD XX does not bring it back.
+_RENEW = """
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, 'XX', ARGV[1], ARGV[i + 2])
+  redis.call('EXPIRE', key, ARGV[2])
+end
+return #KEYS
+"""
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,7 @@ class Slot:
     ident: str
     member: str
     shared: bool  # counted in Redis, else in this process
+    key: str = ""  # the address's set in Redis, where shared
 
 
 def _redis() -> Any:
@@ -61,15 +73,15 @@ def slot_acquire(ident: str) -> Slot:
     member = uuid.uuid4().hex
     client = _redis()
     if client is not None:
-        now = time.time()
+        now, key = time.time(), _key(ident)
         taken = redisguard.call(
             "stream slots",
-            lambda: client.eval(_ACQUIRE, 1, _key(ident), now, now + ttl, member, limit, ttl),
+            lambda: client.eval(_ACQUIRE, 1, key, now, now + ttl, member, limit, ttl),
         )
         if taken is not redisguard.UNAVAILABLE:
             if not taken:
                 raise _busy(limit)
-            return Slot(ident, member, shared=True)
+            return Slot(ident, member, shared=True, key=key)
     with _local_lock:
         if _local[ident] >= limit:
             raise _busy(limit)
@@ -86,20 +98,21 @@ def slot_hold(slot: Slot) -> None:
 
 
 def slots_renew() -> int:
-    """Every slot of this process counted in Redis renewed, in one pipeline; how many."""
+    """Every slot of this process counted in Redis renewed (a script call per RENEW_BATCH);
+    how many."""
     client = _redis()
     with _local_lock:
         slots = list(_shared)
     if client is None or not slots:
         return 0
-    lapse = time.time() + settings.STREAM_SLOT_SECONDS
+    ttl = settings.STREAM_SLOT_SECONDS
+    lapse = time.time() + ttl
 
     def renew() -> None:
-        pipe = client.pipeline(transaction=False)
-        for slot in slots:
-            pipe.zadd(_key(slot.ident), {slot.member: lapse}, xx=True)
-            pipe.expire(_key(slot.ident), settings.STREAM_SLOT_SECONDS)
-        pipe.execute()
+        for k in range(0, len(slots), RENEW_BATCH):
+            batch = slots[k : k + RENEW_BATCH]
+            keys, members = [s.key for s in batch], [s.member for s in batch]
+            client.eval(_RENEW, len(keys), *keys, lapse, ttl, *members)
 
     redisguard.call("stream slots", renew)
     return len(slots)
@@ -110,7 +123,7 @@ def slot_release(slot: Slot) -> None:
     if slot.shared and client is not None:
         with _local_lock:
             _shared.discard(slot)
-        redisguard.call("stream slots", lambda: client.zrem(_key(slot.ident), slot.member))
+        redisguard.call("stream slots", lambda: client.zrem(slot.key, slot.member))
         return
     with _local_lock:
         _local[slot.ident] -= 1

@@ -4,12 +4,13 @@ Every GET (and HEAD) answer of a read view (`ConditionalReadMixin`) that is a 20
 
 - `ETag`: a weak validator, a hash of the data's generation (core/api/documents.py:
   `current_generation`, which moves on every write to what the read endpoints serve; read in
-  the rate limit's round trip to Redis, core/api/throttling.py), the
-  code's version and commit (a deployment may change a representation), the path and the
-  query string (its parameters sorted, so that their order does not matter), and
-  whatever the view adds (`etag_extra`: the historical endpoint's default window moves with
-  the clock). It is computed before the view reads anything, so that a write racing the
-  request can only make the tag older than the body, never newer.
+  the rate limit's round trip to Redis, core/api/throttling.py), the code's version and
+  commit (a deployment may change a representation), the path, what the query string selects
+  (for a view that answers a stored document, the document's name, made of the parameters as
+  parsed; else the query string, its parameters sorted: either way their order does not
+  matter), and whatever the view adds (`etag_extra`: the historical endpoint's default window
+  moves with the clock). It is computed before the view reads anything, so that a write racing
+  the request can only make the tag older than the body, never newer.
 - `Cache-Control: public, no-cache`: any cache may store the answer, but must revalidate it
   before every use. The service promises data at most ~2 s behind the confirmed chain (the
   freshness section of extensions.md) and spends most of that budget itself (the follower
@@ -60,10 +61,16 @@ class NotModified(Exception):
     """Raised once the request has passed authentication and the rate limit: answer 304."""
 
 
-def entity_tag(request, extra: str = "", *, generation: str | None = None) -> str:
+def entity_tag(
+    request, extra: str = "", *, generation: str | None = None, document: str | None = None
+) -> str:
     """The weak ETag of the representation `request` asks for, at `generation` (default: the
-    current one)."""
-    query = urlencode(sorted(request.GET.lists()), doseq=True)
+    current one). `document`: the name of the stored document it answers, which stands for the
+    query string (it names what the parameters select; cheaper than re-encoding them)."""
+    if document is None:
+        query = urlencode(sorted(request.GET.lists()), doseq=True)
+    else:
+        query = f"document:{document}"  # never an encoded query string (`:` is quoted there)
     if generation is None:
         generation = request_generation(request)
     parts = (generation, release(), request.path, query, extra)
@@ -174,7 +181,8 @@ class ConditionalReadMixin:
         super().initial(request, *args, **kwargs)  # authentication, permissions, rate limits
         if request.method in CONDITIONAL_METHODS:
             generation = request_generation(request)
-            self._etag = entity_tag(request, self.etag_extra(request), generation=generation)
+            extra, document = self.etag_extra(request), self._named(request)
+            self._etag = entity_tag(request, extra, generation=generation, document=document)
             header = request.META.get("HTTP_IF_NONE_MATCH")
             self._any = bool(header) and parse_etags(header) == ["*"]
             if none_match(header, self._etag):

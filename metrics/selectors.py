@@ -236,19 +236,27 @@ CURATED_FIELDS = (
     "tags",
 )
 # The LAT record's columns, then per token the amount its nodes stake (staked_amounts' sum),
-# then the AVS's curated metadata (CURATED_FIELDS' order). The sum is exact: NUMERIC in
-# PostgreSQL; SQLite's SUM would overflow 64 bits, so there the amounts come as one text,
-# comma-separated, and are summed here.
+# then the AVS's curated metadata (CURATED_FIELDS' order). The sums are made once for the
+# LAT's tokens, grouped (a subquery per token row ran a join of its own for each). The sum is
+# exact: NUMERIC in PostgreSQL; SQLite's SUM would overflow 64 bits, so there the amounts come
+# as one text, comma-separated, and are summed here.
 _DETAIL_SQL = f"""
+WITH staked AS (
+    SELECT n.lat_id, na.token_id, {{staked}} AS amount
+    FROM {NodeAsset._meta.db_table} na
+    JOIN {StakerNode._meta.db_table} n ON n.id = na.node_id
+    JOIN {Lat._meta.db_table} sl ON sl.id = n.lat_id
+    WHERE sl.proxy_address = %(address)s
+    GROUP BY n.lat_id, na.token_id
+)
 SELECT {RECORD_COLUMNS},
-    (SELECT {{staked}} FROM {NodeAsset._meta.db_table} na
-     JOIN {StakerNode._meta.db_table} n ON n.id = na.node_id
-     WHERE n.lat_id = l.id AND na.token_id = lt.token_id),
+    s.amount,
     a.metadata_name, a.metadata_description, a.metadata_community_chat, a.metadata_logo,
     a.metadata_messaging, a.metadata_website, a.metadata_social, a.metadata_code,
     a.metadata_token_address, a.tags
 FROM {RECORD_FROM}
-WHERE l.proxy_address = %s
+LEFT JOIN staked s ON s.lat_id = l.id AND s.token_id = lt.token_id
+WHERE l.proxy_address = %(address)s
 ORDER BY {RECORD_ORDER}
 """
 
@@ -277,7 +285,7 @@ def _staked_total(value: Decimal | str | None) -> Decimal:
 def lat_detail(*, address: str) -> LatDetail:
     """The LAT at `address` with its tokens, what its nodes stake of each and its AVS's
     curated metadata (one statement)."""
-    rows = fetch_prepared(_detail_sql(connection.vendor), [address])
+    rows = fetch_prepared(_detail_sql(connection.vendor), {"address": address})
     if not rows:
         raise NotFound(f"No LAT at {address}.")
     ((record, own),) = records_from_rows(rows)

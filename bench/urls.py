@@ -1,10 +1,11 @@
 """The service's URLs behind `GET /bench/baseline`: constant JSON through the same middleware, DRF
 view and throttle, no database (the stack's own cost)."""
 
-from django.urls import include, path
+from django.urls import path
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from latsite import urls as service_urls
 from latsite.urls import handler400, handler403, handler404, handler500  # noqa: F401
 
 
@@ -15,4 +16,5 @@ class BaselineView(APIView):
         return Response({"data": [{"name": "baseline", "value": "1000000000000000000"}]})
 
 
-urlpatterns = [path("bench/baseline", BaselineView.as_view()), path("", include("latsite.urls"))]
+# The service's routes as its URLconf lists them (flat: no resolver of its own in front).
+urlpatterns = [path("bench/baseline", BaselineView.as_view()), *service_urls.urlpatterns]

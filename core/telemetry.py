@@ -131,7 +131,7 @@ def rate_limit_rejected(scope: str) -> None:
 DATABASE_READS = Counter(
     "lat_database_reads",
     "Read endpoint requests by the database that answered them: `primary` or a replica's "
-    "alias (replica1, ...).",
+    "alias (replica1, ...). A stored document found in the cache is answered by none.",
     ["target"],
 )
 

@@ -73,7 +73,12 @@ def to_unit(token: Priced, amount: Decimal) -> Decimal:
 def to_eth(lat: Valued, token: Priced, amount: Decimal) -> Decimal | None:
     """Token units -> ETH (whole), through pricePerUnit and the unit's ETH price; None while
     the unit's ETH price is unknown."""
-    price = unit_eth_price(lat)
+    return eth_at(unit_eth_price(lat), token, amount)
+
+
+def eth_at(price: Decimal | None, token: Priced, amount: Decimal) -> Decimal | None:
+    """`to_eth` at the unit's ETH price read already (`unit_eth_price`), for many amounts of
+    one LAT."""
     return None if price is None else to_unit(token, amount) * price / WAD_DECIMAL
 
 

@@ -25,7 +25,7 @@ from lats.selectors import (
     json_column,
     records_from_rows,
 )
-from lats.values import to_eth, unit_eth_price
+from lats.values import eth_at, unit_eth_price
 from metrics.apy import DEFAULT_SPLIT_BIPS, Splits
 from metrics.days import paying_days
 from metrics.models import (
@@ -169,17 +169,18 @@ def lat_tvl(
     unstaked_eth = staked_eth = queued_eth = Decimal(0)
     assets: dict[str, Decimal] = {}
     assets_eth: dict[str, Decimal | None] = {}
-    price_known = unit_eth_price(lat) is not None
+    price = unit_eth_price(lat)  # read once for every amount below (to_eth's)
+    price_known = price is not None
     for link in links:
         symbol = link.symbol
         staked_amount = staked.get(link.token_id, Decimal(0))
         total = Decimal(link.balance) + Decimal(link.queued_balance) + staked_amount
         assets[symbol] = total / (Decimal(10) ** link.decimals)
-        assets_eth[symbol] = to_eth(lat, link, total)
+        assets_eth[symbol] = eth_at(price, link, total)
         if price_known:
-            unstaked_eth += to_eth(lat, link, Decimal(link.balance)) or Decimal(0)
-            queued_eth += to_eth(lat, link, Decimal(link.queued_balance)) or Decimal(0)
-            staked_eth += to_eth(lat, link, staked_amount) or Decimal(0)
+            unstaked_eth += eth_at(price, link, Decimal(link.balance)) or Decimal(0)
+            queued_eth += eth_at(price, link, Decimal(link.queued_balance)) or Decimal(0)
+            staked_eth += eth_at(price, link, staked_amount) or Decimal(0)
     if not price_known:
         return Tvl(None, None, None, None, tvl_assets=assets, tvl_assets_eth=assets_eth)
     return Tvl(
@@ -199,11 +200,12 @@ def lat_apys(*, lat: Lat | LatRecord) -> dict[str, dict[str, str | None]]:
     out: dict[str, dict[str, str | None]] = {}
     for window in APY_WINDOWS:
         values = stored.get(window) or {}
-        out[window] = {
-            name: None if values.get(name, "0") is None else str(values.get(name, "0"))
-            for name in APY_FIELDS
-        }
+        out[window] = {name: _apy_text(values.get(name, "0")) for name in APY_FIELDS}
     return out
+
+
+def _apy_text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def _number(value: Decimal | None) -> float | None:
@@ -236,19 +238,27 @@ CURATED_FIELDS = (
     "tags",
 )
 # The LAT record's columns, then per token the amount its nodes stake (staked_amounts' sum),
-# then the AVS's curated metadata (CURATED_FIELDS' order). The sum is exact: NUMERIC in
-# PostgreSQL; SQLite's SUM would overflow 64 bits, so there the amounts come as one text,
-# comma-separated, and are summed here.
+# then the AVS's curated metadata (CURATED_FIELDS' order). The sums are made once for the
+# LAT's tokens, grouped (a subquery per token row ran a join of its own for each). The sum is
+# exact: NUMERIC in PostgreSQL; SQLite's SUM would overflow 64 bits, so there the amounts come
+# as one text, comma-separated, and are summed here.
 _DETAIL_SQL = f"""
+WITH staked AS (
+    SELECT n.lat_id, na.token_id, {{staked}} AS amount
+    FROM {NodeAsset._meta.db_table} na
+    JOIN {StakerNode._meta.db_table} n ON n.id = na.node_id
+    JOIN {Lat._meta.db_table} sl ON sl.id = n.lat_id
+    WHERE sl.proxy_address = %(address)s
+    GROUP BY n.lat_id, na.token_id
+)
 SELECT {RECORD_COLUMNS},
-    (SELECT {{staked}} FROM {NodeAsset._meta.db_table} na
-     JOIN {StakerNode._meta.db_table} n ON n.id = na.node_id
-     WHERE n.lat_id = l.id AND na.token_id = lt.token_id),
+    s.amount,
     a.metadata_name, a.metadata_description, a.metadata_community_chat, a.metadata_logo,
     a.metadata_messaging, a.metadata_website, a.metadata_social, a.metadata_code,
     a.metadata_token_address, a.tags
 FROM {RECORD_FROM}
-WHERE l.proxy_address = %s
+LEFT JOIN staked s ON s.lat_id = l.id AND s.token_id = lt.token_id
+WHERE l.proxy_address = %(address)s
 ORDER BY {RECORD_ORDER}
 """
 
@@ -277,7 +287,7 @@ def _staked_total(value: Decimal | str | None) -> Decimal:
 def lat_detail(*, address: str) -> LatDetail:
     """The LAT at `address` with its tokens, what its nodes stake of each and its AVS's
     curated metadata (one statement)."""
-    rows = fetch_prepared(_detail_sql(connection.vendor), [address])
+    rows = fetch_prepared(_detail_sql(connection.vendor), {"address": address})
     if not rows:
         raise NotFound(f"No LAT at {address}.")
     ((record, own),) = records_from_rows(rows)

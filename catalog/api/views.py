@@ -60,14 +60,13 @@ class LatDetailView(ConditionalReadMixin, APIView):
         responses={200: s.LatDetailSerializer, **error_responses(*READ_ERRORS)},
     )
     def get(self, request, address: str):
-        params = request.query_params
-        address = parse_address(address, field="address")
-        with_tvl = parse_toggle(params, "withTvl")
-        with_metadata = parse_toggle(params, "withCuratedMetadata")
-        with_rewards = parse_toggle(params, "withRewards")
-
         def build() -> dict:
-            detail = metrics_selectors.lat_detail(address=address)
+            params = request.query_params
+            lat = parse_address(address, field="address")
+            with_tvl = parse_toggle(params, "withTvl")
+            with_metadata = parse_toggle(params, "withCuratedMetadata")
+            with_rewards = parse_toggle(params, "withRewards")
+            detail = metrics_selectors.lat_detail(address=lat)
             record = detail.record
             document = selectors.lat_document(record)
             document["assets"] = selectors.asset_documents(record)

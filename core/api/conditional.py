@@ -4,12 +4,13 @@ Every GET (and HEAD) answer of a read view (`ConditionalReadMixin`) that is a 20
 
 - `ETag`: a weak validator, a hash of the data's generation (core/api/documents.py:
   `current_generation`, which moves on every write to what the read endpoints serve; read in
-  the rate limit's round trip to Redis, core/api/throttling.py), the
-  code's version and commit (a deployment may change a representation), the path and the
-  query string (its parameters sorted, so that their order does not matter), and
-  whatever the view adds (`etag_extra`: the historical endpoint's default window moves with
-  the clock). It is computed before the view reads anything, so that a write racing the
-  request can only make the tag older than the body, never newer.
+  the rate limit's round trip to Redis, core/api/throttling.py), the code's version and
+  commit (a deployment may change a representation), the path, what the query string selects
+  (for a view that answers a stored document, the document's name, made of the parameters as
+  parsed; else the query string, its parameters sorted: either way their order does not
+  matter), and whatever the view adds (`etag_extra`: the historical endpoint's default window
+  moves with the clock). It is computed before the view reads anything, so that a write racing
+  the request can only make the tag older than the body, never newer.
 - `Cache-Control: public, no-cache`: any cache may store the answer, but must revalidate it
   before every use. The service promises data at most ~2 s behind the confirmed chain (the
   freshness section of extensions.md) and spends most of that budget itself (the follower
@@ -39,6 +40,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, HttpResponseNotModified
 from django.utils.http import parse_etags
 from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
 
 from core.api.documents import (
     cached_document,
@@ -60,10 +62,16 @@ class NotModified(Exception):
     """Raised once the request has passed authentication and the rate limit: answer 304."""
 
 
-def entity_tag(request, extra: str = "", *, generation: str | None = None) -> str:
+def entity_tag(
+    request, extra: str = "", *, generation: str | None = None, document: str | None = None
+) -> str:
     """The weak ETag of the representation `request` asks for, at `generation` (default: the
-    current one)."""
-    query = urlencode(sorted(request.GET.lists()), doseq=True)
+    current one). `document`: the name of the stored document it answers, which stands for the
+    query string (it names what the parameters select; cheaper than re-encoding them)."""
+    if document is None:
+        query = urlencode(sorted(request.GET.lists()), doseq=True)
+    else:
+        query = f"document:{document}"  # never an encoded query string (`:` is quoted there)
     if generation is None:
         generation = request_generation(request)
     parts = (generation, release(), request.path, query, extra)
@@ -115,23 +123,27 @@ class ConditionalReadMixin:
 
     Its reads go to a replica that has replayed the generation its ETag names, where one has
     (core/replicas.py); a replica that fails mid-read leaves the request to the primary, which
-    answers it whole again."""
+    answers it whole again. A view answering a stored document chooses only when it builds the
+    document: a document found in the cache is answered by no database."""
 
     _etag: str | None = None
     _any: bool = False
     _replica: str | None = None
     _primary_only: bool = False
     _routing: contextlib.ExitStack | None = None
+    _generation: str = ""  # the data's generation the ETag names (initial)
+    _routed: bool = False
     _document_name: object = _UNNAMED  # until worked out (_named)
 
     def dispatch(self, request, *args, **kwargs):
-        self._document_name = _UNNAMED
+        self._document_name, self._routed = _UNNAMED, False
         with contextlib.ExitStack() as self._routing:
             try:
                 return super().dispatch(request, *args, **kwargs)
             except _ReplicaReadFailed:
                 pass
         self._primary_only, self._replica, self._routing = True, None, None
+        self._routed = False
         return super().dispatch(request, *args, **kwargs)
 
     def prefetch_cache_keys(self, request) -> list[str]:
@@ -156,11 +168,15 @@ class ConditionalReadMixin:
     def stored_document(self, request, build: Callable[[], Any]) -> HttpResponse:
         """The answer of a cached document: the JSON bytes it was stored as, read in the rate
         limit's round trip (no rendering, no database on a hit); `build` makes its data on a
-        miss, rendered once as every JSON answer is."""
+        miss, rendered once as every JSON answer is. `build` parses the request's parameters
+        itself (a hit needs none of them): where they name no document (`document_name` is
+        None: invalid ones), it is called at once, to refuse them."""
         name = self._named(request)
-        assert name is not None
+        if name is None:
+            return Response(build())
 
         def rendered() -> bytes:
+            self._route()  # a miss: the reads start here
             return JSONRenderer().render(build())
 
         body = cached_document(_stored(name), rendered, read=functools.partial(prefetched, request))
@@ -174,15 +190,26 @@ class ConditionalReadMixin:
         super().initial(request, *args, **kwargs)  # authentication, permissions, rate limits
         if request.method in CONDITIONAL_METHODS:
             generation = request_generation(request)
-            self._etag = entity_tag(request, self.etag_extra(request), generation=generation)
+            extra, document = self.etag_extra(request), self._named(request)
+            self._etag = entity_tag(request, extra, generation=generation, document=document)
             header = request.META.get("HTTP_IF_NONE_MATCH")
             self._any = bool(header) and parse_etags(header) == ["*"]
             if none_match(header, self._etag):
                 raise NotModified
-            if not self._primary_only:
-                self._replica = choose_replica(generation_lsn(generation))
-            if self._routing is not None:
-                self._routing.enter_context(reads_from(self._replica))
+            self._generation = generation
+            if document is None:  # a stored document routes its reads when it is built
+                self._route()
+
+    def _route(self) -> None:
+        """Send this request's reads to a replica that has replayed the generation its ETag
+        names, else to the primary (core/replicas.py); once."""
+        if self._routed or not self._generation:
+            return
+        self._routed = True
+        if not self._primary_only:
+            self._replica = choose_replica(generation_lsn(self._generation))
+        if self._routing is not None:
+            self._routing.enter_context(reads_from(self._replica))
 
     def handle_exception(self, exc):
         if isinstance(exc, NotModified):

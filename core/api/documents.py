@@ -34,7 +34,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 
 from core import redisguard
 from core.replicas import current_lsn, parse_lsn
@@ -53,7 +53,9 @@ LOCAL_MAX_DOCUMENTS = 1024
 
 
 def _keys(name: str) -> tuple[str, str]:
-    database = connection.settings_dict["NAME"]  # test databases never share documents
+    # The default connection's settings (the same dict: a test database's name is set in it),
+    # read without the connection itself, which a thread-local lookup gives on every access.
+    database = connections.settings[DEFAULT_DB_ALIAS]["NAME"]  # test databases share nothing
     return f"docs-generation:{database}", f"doc:{database}:{name}"
 
 

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import DEFAULT_CACHE_ALIAS, cache, caches
 from rest_framework import exceptions
 from rest_framework.throttling import BaseThrottle
 
@@ -82,8 +82,9 @@ def client_ident(request) -> str:
     return str(address)
 
 
-def _is_django_redis() -> bool:
-    return hasattr(cache, "client") and hasattr(cache.client, "get_client")
+def _is_django_redis(backend: Any = None) -> bool:
+    backend = cache if backend is None else backend
+    return hasattr(backend, "client") and hasattr(backend.client, "get_client")
 
 
 def _count(key: str, *, ttl: int) -> int:
@@ -98,22 +99,25 @@ def _count_many(
     `reads` (keys as given to the cache; absent keys left out): one round trip to Redis (INCR
     and EXPIRE of every counter and one MGET of the reads, in one pipeline); add-then-incr on
     other caches, where nothing is read ahead (None)."""
-    if _is_django_redis():
-        redis_cache: Any = cache  # django-redis's cache (checked above): .client is its own
-        pipe = redis_cache.client.get_client(write=True).pipeline(transaction=False)
+    # The cache itself, not the `cache` proxy, which looks it up again on every attribute.
+    backend: Any = caches[DEFAULT_CACHE_ALIAS]
+    if _is_django_redis(backend):
+        client = backend.client  # django-redis's own (checked above)
+        pipe = client.get_client(write=True).pipeline(transaction=False)
+        make_key = backend.make_key
         for key, ttl in counters:
-            full_key = cache.make_key(key)
+            full_key = make_key(key)
             pipe.incr(full_key)
             pipe.expire(full_key, ttl)  # the key names its window: renewing the TTL is harmless
         reads = list(dict.fromkeys(reads))  # each key once
         if reads:
-            pipe.mget([cache.make_key(key) for key in reads])
+            pipe.mget([make_key(key) for key in reads])
         answers = pipe.execute()
         used = [int(n) for n in answers[: 2 * len(counters) : 2]]
         if not reads:
             return used, {}
         values = zip(reads, answers[2 * len(counters)], strict=True)
-        decode = redis_cache.client.decode
+        decode = client.decode
         return used, {key: decode(raw) for key, raw in values if raw is not None}
     return [_count_locally(key, ttl=ttl) for key, ttl in counters], None
 

@@ -50,9 +50,8 @@ class LatListView(ConditionalReadMixin, APIView):
         },
     )
     def get(self, request):
-        grouped = parse_toggle(request.query_params, "withGrouping")
-
         def build() -> dict:
+            grouped = parse_toggle(request.query_params, "withGrouping")
             documents = selectors.lat_list_documents()
             if grouped:
                 return {"data": selectors.lat_list_grouped(documents)}

@@ -142,6 +142,23 @@ def test_query_strings_name_different_representations(api, dataset):
     assert response.status_code == 200
 
 
+def test_query_strings_that_select_one_stored_document_share_its_tag(api, dataset):
+    """The LAT list and detail are stored documents: their tags stand on the document the
+    parameters select, so spellings of one selection (a default given or not, the address in
+    any letter case) share a tag and validate each other; another selection does not."""
+    lower = f"/lat/{LAT.lower()}"
+    spellings = [f"/lat/{LAT}", f"/lat/{LAT}?withTvl=false", lower, f"{lower}?withRewards=false"]
+    bodies = {api.get(path).content for path in spellings}
+    assert len(bodies) == 1  # one representation
+    tags = {etag_of(api, path) for path in spellings}
+    assert len(tags) == 1
+    (tag,) = tags
+    assert api.get(f"{lower}?withTvl=false", HTTP_IF_NONE_MATCH=tag).status_code == 304
+    assert api.get(f"/lat/{LAT}?withTvl=true", HTTP_IF_NONE_MATCH=tag).status_code == 200
+    assert etag_of(api, "/lat?withGrouping=false") == etag_of(api, "/lat")
+    assert etag_of(api, "/lat?withGrouping=true") != etag_of(api, "/lat")
+
+
 def test_the_api_key_does_not_change_the_tag(api, dataset):
     _, key = APIKey.objects.create_key(name="conditional")
     anonymous = etag_of(api, "/lat")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 from django_redis import get_redis_connection
 
+from core import telemetry
 from core.api.documents import _keys
 from lats.avs_metadata import avs_apply_metadata
 from metrics.services import snapshot_record
@@ -31,6 +34,31 @@ def test_a_hit_reads_no_database(api, dataset):
     assert n_first > 0
     assert n_second == 0
     assert second == first
+
+
+def database_reads(target: str) -> float:
+    """lat_database_reads_total{target} of this process (core/telemetry.py)."""
+    return telemetry.DATABASE_READS.labels(target)._value.get()
+
+
+@pytest.mark.parametrize(
+    "path", ["/lat", f"/lat/{A(0x1001)}?withTvl=true&withCuratedMetadata=true&withRewards=true"]
+)
+def test_a_hit_touches_no_database_and_is_counted_by_none(api, dataset, path):
+    """A stored document found in the cache is the answer: no query on any database alias
+    (primary or replica), and no database counted as the one that answered it."""
+    before = database_reads("primary")
+    miss = api.get(path)
+    assert miss.status_code == 200
+    assert database_reads("primary") == before + 1  # built from the primary
+    with contextlib.ExitStack() as stack:
+        captured = [stack.enter_context(CaptureQueriesContext(c)) for c in connections.all()]
+        hit = api.get(path)
+    assert hit.status_code == 200
+    assert [len(c.captured_queries) for c in captured] == [0] * len(captured)
+    assert database_reads("primary") == before + 1
+    assert hit.content == miss.content
+    assert hit["ETag"] == miss["ETag"]
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,12 @@
 """Section `stream`: STREAMS clients of GET /stream/events (raw sockets, one asyncio loop) on the
 Procfile's stream process beside its web and follower, on anvil: confirmation (as in `freshness`)
-to the message at every client, memory per open stream, WSGI reads' p99 without and with them."""
+to the message at every client, memory per open stream, WSGI reads' p99 without and with them.
+
+Confirmation to message is measured twice on the same open streams, as `freshness` measures
+its listing: A with the follower polling the head, then W with the follower started again with
+WS_URL_31337 set (anvil's WebSocket endpoint: new heads pushed). W's target is `freshness`'s W
+target, confirmation to client p95 at most 0.5 s, held at every one of the STREAMS clients (no
+target of its own is set for the stream with a WebSocket node); A keeps its 2 s."""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -16,12 +23,13 @@ import requests
 
 from bench import PYTHON, load
 from bench.context import HOST, NO_LIMIT, Context, Processes, SectionResult, wait_until
-from bench.sections.freshness import CHAIN_ID, CONFIRMATIONS, SPACING, _deposit
+from bench.sections.freshness import CHAIN_ID, CONFIRMATIONS, SPACING, _deposit, follow_websocket
 from devchain.anvil import free_port
 
 TITLE = "Live stream: 1,000 open streams, confirmation to every client, memory, WSGI reads"
 STREAMS, DEPOSITS, CONNECTING = 1000, 20, 50  # open streams, deposits, streams opened at once
 TARGET_P95, MAX_P99_FACTOR, WAIT = 2.0, 1.2, 30.0  # WAIT: s after the last confirmation
+TARGET_P95_W = 0.5  # s, run W (WS_URL set): as `freshness`'s W, confirmation to the API
 WRK = "p50 {0.p50_ms:.2f} ms, p99 {0.p99_ms:.2f} ms, {0.rps:,.0f} req/s; stream CPU {1:.2f} cores"
 QUANTILES = "p50 {:.2f}, p95 {:.2f}, max {:.2f}"
 
@@ -76,12 +84,15 @@ def run(ctx: Context, result: SectionResult) -> None:
             procs.procfile(("web",), {**env, "WEB_CONCURRENCY": "2"})
             procs.procfile(("follower", "stream"), env)  # no WEB_CONCURRENCY: one uvicorn process
             read = f"http://{HOST}:{load_port}/lat/{manifest['proxyAddress']}/events"
-            fig = asyncio.run(_measure(ctx, procs, port, (rpc_url, manifest), read))
+            websocket = lambda: follow_websocket(procs, env, rpc_url)  # noqa: E731
+            fig = asyncio.run(_measure(ctx, procs, port, (rpc_url, manifest), read, websocket))
             fig["log"] = procs.tail("stream")
     _report(result, fig)
 
 
-async def _measure(ctx: Context, procs: Processes, port: int, chain: tuple, read: str) -> dict:
+async def _measure(
+    ctx: Context, procs: Processes, port: int, chain: tuple, read: str, websocket: Callable
+) -> dict:
     def until(ready, timeout: float):
         return asyncio.to_thread(wait_until, ready, timeout, procs.dead, 0.05)
 
@@ -115,47 +126,75 @@ async def _measure(ctx: Context, procs: Processes, port: int, chain: tuple, read
     # Before the deposits: the follower's work after them (state, snapshots) would load the
     # machine during the reads.
     fig["runs"]["streams open"] = await asyncio.to_thread(reads)
-    deposits = []
-    for _ in range(DEPOSITS):  # SPACING s apart, or as fast as they go
-        made = asyncio.gather(asyncio.to_thread(_deposit, chain), asyncio.sleep(SPACING))
-        deposits.append((await made)[0])
-    await until(lambda: all(d[0] in c.seen for c in clients for d in deposits), WAIT)
+    fig |= await _confirmations(clients, chain, until)
+    # Run W: the follower again with WS_URL set, a warm-up deposit at every client, not counted.
+    await asyncio.to_thread(websocket)
+    tx = (await asyncio.to_thread(_deposit, chain))[0]
+    await until(lambda: all(tx in c.seen for c in clients), 120)
+    await asyncio.sleep(2)  # the follower's work after it (state, snapshot) done
+    fig["W"] = await _confirmations(clients, chain, until)
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     fig["errors"] = [c.error for c in clients if c.error]
-    fig["pairs"] = [[c.seen[tx] - at for c in clients if tx in c.seen] for tx, _, at in deposits]
-    offset = time.time() - time.monotonic()  # the wall clock of createdAt on the monotonic one
-    stamp = lambda x: datetime.fromisoformat(x).timestamp() if x else math.nan  # noqa: E731
-    fig["written"] = [stamp(Client.written.get(tx)) - offset - at for tx, _, at in deposits]
     await asyncio.sleep(5)  # the follower's work after the deposits done
     fig["runs"]["no streams (after)"] = await asyncio.to_thread(reads)
     return fig
 
 
-def _report(result: SectionResult, fig: dict) -> None:
-    pairs = [x for one in fig["pairs"] for x in one]
-    streamed = [x - at for one, at in zip(fig["pairs"], fig["written"], strict=True) for x in one]
+async def _confirmations(clients: list[Client], chain: tuple, until) -> dict:
+    """DEPOSITS deposits SPACING s apart: each one's seconds from its confirmation to its
+    message at each client that got it (`pairs`), and to its outbox row (`written`)."""
+    deposits = []
+    for _ in range(DEPOSITS):  # SPACING s apart, or as fast as they go
+        made = asyncio.gather(asyncio.to_thread(_deposit, chain), asyncio.sleep(SPACING))
+        deposits.append((await made)[0])
+    await until(lambda: all(d[0] in c.seen for c in clients for d in deposits), WAIT)
+    pairs = [[c.seen[tx] - at for c in clients if tx in c.seen] for tx, _, at in deposits]
+    offset = time.time() - time.monotonic()  # the wall clock of createdAt on the monotonic one
+    stamp = lambda x: datetime.fromisoformat(x).timestamp() if x else math.nan  # noqa: E731
+    written = [stamp(Client.written.get(tx)) - offset - at for tx, _, at in deposits]
+    return {"pairs": pairs, "written": written}
+
+
+def _quantiles(run: dict) -> tuple[list[float], list[float], list[float], int]:
+    """p50, p95, max of confirmation to message, to the outbox row, from it to the message;
+    the (client, deposit) pairs received."""
+    pairs = [x for one in run["pairs"] for x in one]
+    streamed = [x - at for one, at in zip(run["pairs"], run["written"], strict=True) for x in one]
     p, pw, ps = (
         [load.percentile(x or [math.nan], q) for q in (0.5, 0.95, 1)]
-        for x in [pairs, fig["written"], streamed]
+        for x in [pairs, run["written"], streamed]
     )
-    missed, (before, opened), runs = STREAMS * DEPOSITS - len(pairs), fig["rss"], fig["runs"]
+    return p, pw, ps, len(pairs)
+
+
+def _report(result: SectionResult, fig: dict) -> None:
+    p, pw, ps, received = _quantiles(fig)
+    p_w, pw_w, ps_w, received_w = _quantiles(fig["W"])
+    missed, missed_w = STREAMS * DEPOSITS - received, STREAMS * DEPOSITS - received_w
+    (before, opened), runs = fig["rss"], fig["runs"]
     loaded, without = runs["streams open"], [runs[f"no streams ({k})"] for k in ("before", "after")]
     ratio = loaded.p99_ms / load.merge(without).p99_ms  # over the mean of before and after
     result.columns = ["figure", "value"]
     result.rows = [
         ["streams", f"{STREAMS:,} opened in {fig['open s']:.1f} s, {len(fig['errors'])} failed"],
-        ["confirmation to message, s", QUANTILES.format(*p)],
+        ["A, head polled: confirmation to message, s", QUANTILES.format(*p)],
         ["  of which to the outbox row", QUANTILES.format(*pw)],
         ["  and from it to the client", QUANTILES.format(*ps)],
-        ["(client, deposit) messages", f"{len(pairs):,} received, {missed:,} missed"],
+        ["(client, deposit) messages", f"{received:,} received, {missed:,} missed"],
+        ["W, WS_URL set: confirmation to message, s", QUANTILES.format(*p_w)],
+        ["  of which to the outbox row", QUANTILES.format(*pw_w)],
+        ["  and from it to the client", QUANTILES.format(*ps_w)],
+        ["(client, deposit) messages, W", f"{received_w:,} received, {missed_w:,} missed"],
         ["stream process RSS", f"{before / 1024:.1f} MiB, {opened / 1024:.1f} MiB streams open"],
         ["RSS per open stream", f"{(opened - before) / STREAMS:.1f} KiB"],
         *([f"WSGI reads, {k}", WRK.format(w, w.cpu.cores("stream"))] for k, w in runs.items()),
     ]
     result.failures += [f"WSGI reads, {k}: {w.errors} errors" for k, w in runs.items() if w.errors]
     result.failures += [f"{missed} (client, deposit) message(s) never arrived"] if missed else []
+    if missed_w:
+        result.failures.append(f"W: {missed_w} (client, deposit) message(s) never arrived")
     if errors := fig["errors"]:
         result.failures.append(f"{len(errors)} stream(s) failed: {errors[0]}; log:\n{fig['log']}")
     result.target(
@@ -164,6 +203,13 @@ def _report(result: SectionResult, fig: dict) -> None:
         f"p95 {p[1]:.2f} s, {missed} missed",
         at_most=TARGET_P95,
         also=not missed,
+    )
+    result.target(
+        f"W (WS_URL set): p95 at most {TARGET_P95_W:g} s from confirmation to every client",
+        p_w[1],
+        f"p95 {p_w[1]:.2f} s, {missed_w} missed",
+        at_most=TARGET_P95_W,
+        also=not missed_w,
     )
     apart = " and ".join(f"{loaded.p99_ms / w.p99_ms:.2f}x" for w in without)
     result.target(

@@ -229,7 +229,7 @@ def _latency(
     samples = [s for prefix, confirmed in made for s in reached(prefix, confirmed)]
     got = [s for s in samples if s is not None]
     name, count = f"(a){' ' + run if run else ''}", f"{len(got)}/{len(samples)}"
-    label = f"{name} {DEPOSITS} deposits, from confirmation" + ", WS_URL set" * bool(run)
+    label = f"{name}{', WS_URL set:' if run else ''} {DEPOSITS} deposits, from confirmation"
     result.rows.append([label, str(len(ports)), count, "-", "-", *quantiles(got)])
     if len(got) < len(samples):
         result.failures.append(f"{name}: {len(samples) - len(got)} deliveries never received")

@@ -9,14 +9,14 @@ from tests.processes import manage
 
 
 @pytest.fixture(scope="module")
-def pair() -> Iterator[PrimaryAndReplica]:
+def pair(request: pytest.FixtureRequest) -> Iterator[PrimaryAndReplica]:
     """A primary and its streaming replica of the test module's own (tests/pgcluster.py), with
-    the schema migrated in database `lat` and replayed on the replica."""
-    pair = PrimaryAndReplica()
+    the schema migrated in `pair.database` (named after the module) and replayed on the
+    replica."""
+    pair = PrimaryAndReplica(database=request.module.__name__.rpartition(".")[2])
     try:
         pair.start()
-        pair.primary.sql("CREATE DATABASE lat")
-        manage("migrate", "--noinput", database=pair.primary.url("lat"))
+        manage("migrate", "--noinput", database=pair.primary.url(pair.database))
         pair.caught_up()
         yield pair
     finally:

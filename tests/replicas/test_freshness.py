@@ -65,7 +65,7 @@ class Service:
 
 @pytest.fixture
 def service(pair: PrimaryAndReplica, chain: Chain, tmp_path: Path) -> Iterator[Service]:
-    primary, replica = pair.primary.url("lat"), pair.replica.url("lat")
+    primary, replica = pair.primary.url(pair.database), pair.replica.url(pair.database)
     files = map(str, write_manifests(chain.manifests, tmp_path))
     manage("lat_import", "--skip-chain-check", *files, database=primary)  # anvil's own
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RPC_URL", "WS_URL"))}
@@ -93,14 +93,16 @@ def first_pass_done(pair: PrimaryAndReplica) -> bool:
     ((lats, done),) = pair.primary.sql(
         f"SELECT (SELECT count(*) FROM {Lat._meta.db_table}), count(*) FROM {table} "
         f"WHERE job = '{job}' AND last_success_at IS NOT NULL",
-        "lat",
+        pair.database,
     )
     return lats > 0 and done == lats
 
 
 def replica_holds(pair: PrimaryAndReplica, tx_hash: str) -> bool:
     table = Deposit._meta.db_table
-    rows = pair.replica.sql(f"SELECT count(*) FROM {table} WHERE tx_hash = '{tx_hash}'", "lat")
+    rows = pair.replica.sql(
+        f"SELECT count(*) FROM {table} WHERE tx_hash = '{tx_hash}'", pair.database
+    )
     return rows[0][0] > 0
 
 

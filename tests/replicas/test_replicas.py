@@ -25,16 +25,16 @@ def add_lats(pair: PrimaryAndReplica, n: int) -> None:
         "from tests.factories import AvsFactory, LatFactory\n"
         f"for made in (AvsFactory, LatFactory): made.reset_sequence({lats_on(pair)})\n"
         f"LatFactory.create_batch({n})",
-        database=pair.primary.url("lat"),
-        replica=pair.replica.url("lat"),
+        database=pair.primary.url(pair.database),
+        replica=pair.replica.url(pair.database),
     )
 
 
 @pytest.fixture(scope="module")
 def web(pair) -> Iterator[str]:
     env = os.environ | {
-        "DATABASE_URL": pair.primary.url("lat"),
-        "DATABASE_REPLICA_URLS": pair.replica.url("lat"),
+        "DATABASE_URL": pair.primary.url(pair.database),
+        "DATABASE_REPLICA_URLS": pair.replica.url(pair.database),
         "REPLICA_RETRY_SECONDS": "0.5",
         "SYNC_LAG_ALERT_SECONDS": "100000000",
     }
@@ -60,7 +60,7 @@ def listed(web: str) -> int:
 
 
 def lats_on(pair: PrimaryAndReplica) -> int:
-    return pair.primary.sql("SELECT count(*) FROM lats_lat", "lat")[0][0]
+    return pair.primary.sql("SELECT count(*) FROM lats_lat", pair.database)[0][0]
 
 
 def test_reads_go_to_the_replica_once_it_replayed_the_writes(pair, web):
@@ -86,7 +86,9 @@ def test_a_replica_held_behind_leaves_the_reads_to_the_primary(pair, web):
         # At once, though the replica has not replayed the new LAT: the primary answers.
         assert listed(web) == lats_on(pair)
         assert moved(before, database_reads(web)) == {"primary": 1}
-        assert pair.replica.sql("SELECT count(*) FROM lats_lat", "lat")[0][0] < lats_on(pair)
+        assert pair.replica.sql("SELECT count(*) FROM lats_lat", pair.database)[0][0] < lats_on(
+            pair
+        )
     finally:
         pair.replica.sql("SELECT pg_wal_replay_resume()")
     pair.caught_up()

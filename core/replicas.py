@@ -116,15 +116,27 @@ def _state(alias: str) -> ReplicaState:
         return _states.setdefault(alias, ReplicaState(alias))
 
 
+def _ask(alias: str) -> tuple[str | None, float]:
+    with connections[alias].cursor() as cursor:
+        cursor.execute(_STATE_SQL)
+        return cursor.fetchone()
+
+
 def check(alias: str) -> ReplicaState:
-    """Ask the replica its replay position and lag now (one short query)."""
+    """Ask the replica its replay position and lag now (one short query). A connection this
+    thread kept open that fails (the replica restarted since: the server ended it) is replaced
+    once, so that a replica back from a restart is not taken for down by each thread in turn."""
     state = _state(alias)
     state.checked_at = time.monotonic()
     try:
-        connection = connections[alias]
-        with connection.cursor() as cursor:
-            cursor.execute(_STATE_SQL)
-            lsn, lag = cursor.fetchone()
+        kept = connections[alias].connection is not None
+        try:
+            lsn, lag = _ask(alias)
+        except DatabaseError:
+            if not kept:
+                raise
+            _close_quietly(alias)
+            lsn, lag = _ask(alias)
     except DatabaseError as exc:
         state.error = type(exc).__name__
         state.replay_lsn = state.lag_seconds = None

@@ -73,6 +73,22 @@ def chain_deposit_keys(chain) -> list[tuple[int, int, str, str]]:
     return sorted(out)
 
 
+def deposit_row(log: Any, manifest: dict[str, Any]) -> dict[str, Any]:
+    """A decoded deposit event (AssetDeposited or Deposit) of `manifest`'s LAT as GET
+    /metrics/deposits lists it (but its createdAt)."""
+    return {
+        "sender": log["args"]["sender"],
+        "receiver": log["args"]["receiver"],
+        "asset": log["args"]["asset"],
+        "liquidTokenAddress": manifest["proxyAddress"],
+        "amount": str(log["args"]["amount"]),
+        "shares": str(log["args"]["shares"]),
+        "createdAtBlock": log["blockNumber"],
+        "transactionHash": hexstr(log["transactionHash"]),
+        "logIndex": log["logIndex"],
+    }
+
+
 def chain_deposits(chain) -> list[dict[str, Any]]:
     """Every deposit event of every LAT, read with web3, newest first."""
     out = []
@@ -80,19 +96,7 @@ def chain_deposits(chain) -> list[dict[str, Any]]:
         lt = chain.contract("LiquidToken", manifest["proxyAddress"])
         for event in (lt.events.AssetDeposited, lt.events.Deposit):
             for log in event.get_logs(from_block=manifest["deploymentBlock"]):
-                out.append(
-                    {
-                        "sender": log["args"]["sender"],
-                        "receiver": log["args"]["receiver"],
-                        "asset": log["args"]["asset"],
-                        "liquidTokenAddress": manifest["proxyAddress"],
-                        "amount": str(log["args"]["amount"]),
-                        "shares": str(log["args"]["shares"]),
-                        "createdAtBlock": log["blockNumber"],
-                        "transactionHash": "0x" + log["transactionHash"].hex().removeprefix("0x"),
-                        "logIndex": log["logIndex"],
-                    }
-                )
+                out.append(deposit_row(log, manifest))
     out.sort(key=lambda d: (d["createdAtBlock"], d["logIndex"]), reverse=True)
     return out
 

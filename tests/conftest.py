@@ -17,7 +17,7 @@ from devchain.devnet import connect, contract, deploy_devnet, devnet_genesis, se
 pytest_plugins = ["tests.browser"]
 
 # Shared helper modules that assert: their failures are reported like a test module's.
-pytest.register_assert_rewrite("tests.lockholder", "tests.served")
+pytest.register_assert_rewrite("tests.freshness", "tests.lockholder", "tests.served")
 
 
 @pytest.fixture(autouse=True)

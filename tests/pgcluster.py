@@ -70,9 +70,12 @@ class Cluster:
 
 
 class PrimaryAndReplica:
-    """A primary (initdb) and a replica streaming from it (pg_basebackup -R)."""
+    """A primary (initdb) and a replica streaming from it (pg_basebackup -R), with an empty
+    `database` for the service (named apart per test module: the processes of two modules
+    running at once share a Redis, whose keys the service names after its database)."""
 
-    def __init__(self) -> None:
+    def __init__(self, database: str = "lat") -> None:
+        self.database = database
         self.root = Path(tempfile.mkdtemp(prefix="lat-pg-"))
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
@@ -83,6 +86,7 @@ class PrimaryAndReplica:
         _run([pg_bin("initdb"), "-D", str(self.primary.data), "-A", "trust", "-U", "postgres",
               "--no-sync"])  # fmt: skip
         self.primary.start()
+        self.primary.sql(f"CREATE DATABASE {self.database}")
         _run([pg_bin("pg_basebackup"), "-h", "127.0.0.1", "-p", str(self.primary.port),
               "-U", "postgres", "-D", str(self.replica.data), "-R", "-X", "stream",
               "--no-sync"])  # fmt: skip

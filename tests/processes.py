@@ -1,11 +1,14 @@
 """Processes a test starts (a Redis, a Procfile line): stopped politely, then for sure; the
-Procfile's `web` line on a free port; the test database as such a process reads it."""
+Procfile's lines run as a platform runs them, its `web` line on a free port; `manage.py` in a
+process of its own; the test database as such a process reads it; which database answered a
+web process's reads."""
 
 from __future__ import annotations
 
 import contextlib
 import http.client
-import shlex
+import os
+import re
 import socket
 import subprocess
 import sys
@@ -42,21 +45,43 @@ def database_url() -> str:
     return f"postgres://{auth}@{host}:{port}/{db['NAME']}"
 
 
+def procfile_line(name: str) -> str:
+    """The command of the Procfile's `name` line, as it stands."""
+    for line in (REPO / "Procfile").read_text().splitlines():
+        if line.startswith(f"{name}:"):
+            return line.split(":", 1)[1].strip()
+    raise KeyError(name)
+
+
+@contextlib.contextmanager
+def procfile(name: str, env: dict[str, str], log: Path | None = None) -> Iterator[subprocess.Popen]:
+    """The Procfile's `name` line as it is, run by the shell as a platform runs it (its
+    ${VARIABLES} from `env`, the venv's executables first on PATH), output to `log` (default:
+    discarded); stopped (SIGTERM, then SIGKILL) on exit."""
+    venv = str(Path(sys.executable).parent)
+    env = env | {"PATH": f"{venv}:{env.get('PATH', '/usr/bin:/bin')}", "PYTHONUNBUFFERED": "1"}
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(log.open("wb")) if log else subprocess.DEVNULL
+        process = subprocess.Popen(
+            ["/bin/sh", "-c", f"exec {procfile_line(name)}"],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
+        )
+        try:
+            yield process
+        finally:
+            terminate(process)
+
+
 @contextlib.contextmanager
 def procfile_web(env: dict[str, str] | None = None) -> Iterator[str]:
     """The Procfile's `web` line as it is, on a free port, one worker, in `env` (default:
     this process's); yields its "host:port" once the worker answers."""
-    line = next(
-        line.split(":", 1)[1]
-        for line in (REPO / "Procfile").read_text().splitlines()
-        if line.startswith("web:")
-    )
     port = closed_port()
-    line = line.replace("${PORT:-8000}", str(port)).replace("${WEB_CONCURRENCY:-4}", "1")
-    command = shlex.split(line)
-    command[0] = str(Path(sys.executable).with_name(command[0]))  # the venv's gunicorn
-    process = subprocess.Popen(command, cwd=REPO, env=env, stderr=subprocess.DEVNULL)
-    try:
+    env = (os.environ if env is None else env) | {"PORT": str(port), "WEB_CONCURRENCY": "1"}
+    with procfile("web", env) as process:
         deadline = time.monotonic() + 60
         while True:
             try:  # the worker answers (it loads the application after the port listens)
@@ -66,13 +91,47 @@ def procfile_web(env: dict[str, str] | None = None) -> Iterator[str]:
                 connection.close()
                 break
             except OSError:
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline or process.poll() is not None:
                     raise RuntimeError("the web process did not answer") from None
                 time.sleep(0.1)
         yield f"127.0.0.1:{port}"
+
+
+def manage(*args: str, database: str, replica: str = "") -> str:
+    """`manage.py *args` in a process of its own on `database` (and read replica `replica`):
+    its output; fails the test on a non-zero exit."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env=os.environ | {"DATABASE_URL": database, "DATABASE_REPLICA_URLS": replica},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def database_reads(address: str) -> dict[str, float]:
+    """The web process at `address`'s read requests by the database that answered them
+    ("primary", "replica1", ...: its lat_database_reads_total metric)."""
+    connection = http.client.HTTPConnection(*address.split(":"), timeout=30)
+    try:
+        connection.request("GET", "/internal/metrics")
+        response = connection.getresponse()
+        body = response.read().decode()
     finally:
-        process.terminate()
-        process.wait(10)
+        connection.close()
+    assert response.status == 200
+    found = re.findall(r'^lat_database_reads_total\{target="(\w+)"\} (\S+)$', body, re.M)
+    return {target: float(count) for target, count in found}
+
+
+def moved(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """The counts that changed from `before` to `after`, by how much."""
+    return {
+        k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)
+    }
 
 
 def raw_exchange(host: str, port: int, request: bytes) -> tuple[int, dict[str, str], bytes]:

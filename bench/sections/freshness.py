@@ -40,9 +40,7 @@ def run(ctx: Context, result: SectionResult) -> None:
         env |= {"WEB_CONCURRENCY": "2", "RATE_LIMIT_ANON": NO_LIMIT, "RATE_LIMIT_KEYED": NO_LIMIT}
         for label, names, wait, websocket in RUNS:
             ctx.log(f"freshness: run {label}")
-            run_env = env | (
-                {f"WS_URL_{CHAIN_ID}": rpc_url.replace("http", "ws", 1)} if websocket else {}
-            )
+            run_env = env | (websocket_env(rpc_url) if websocket else {})
             try:
                 _run_once(ctx, result, label, run_env, (rpc_url, manifest), names, wait)
             except RuntimeError as exc:
@@ -60,6 +58,18 @@ def run(ctx: Context, result: SectionResult) -> None:
         "from the deposit's receipt. Run B keeps the default beat schedule (deposits every 30 s): "
         "its figures depend on where the deposits fall in that period."
     )
+
+
+def websocket_env(rpc_url: str) -> dict[str, str]:
+    """WS_URL_<chainId> at the anvil's WebSocket endpoint (its HTTP port): new heads pushed."""
+    return {f"WS_URL_{CHAIN_ID}": rpc_url.replace("http", "ws", 1)}
+
+
+def follow_websocket(procs: Processes, env: dict[str, str], rpc_url: str) -> None:
+    """The Procfile's follower stopped and started again with WS_URL set (`websocket_env`):
+    the `stream` and `webhooks` sections' run W, beside their run with the head polled."""
+    procs.stop("follower")
+    procs.procfile(("follower",), env | websocket_env(rpc_url))
 
 
 def _deposit(chain: tuple[str, dict]) -> tuple[str, float, float]:

@@ -8,45 +8,13 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.pgcluster import PrimaryAndReplica
-from tests.processes import procfile_web
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def pair() -> Iterator[PrimaryAndReplica]:
-    pair = PrimaryAndReplica()
-    try:
-        pair.start()
-        pair.primary.sql("CREATE DATABASE lat")
-        manage("migrate", "--noinput", database=pair.primary.url("lat"))
-        pair.caught_up()
-        yield pair
-    finally:
-        pair.close()
-
-
-def manage(*args: str, database: str, replica: str = "") -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=REPO,
-        env=os.environ | {"DATABASE_URL": database, "DATABASE_REPLICA_URLS": replica},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+from tests.processes import database_reads, manage, moved, procfile_web
 
 
 def add_lats(pair: PrimaryAndReplica, n: int) -> None:
@@ -57,16 +25,16 @@ def add_lats(pair: PrimaryAndReplica, n: int) -> None:
         "from tests.factories import AvsFactory, LatFactory\n"
         f"for made in (AvsFactory, LatFactory): made.reset_sequence({lats_on(pair)})\n"
         f"LatFactory.create_batch({n})",
-        database=pair.primary.url("lat"),
-        replica=pair.replica.url("lat"),
+        database=pair.primary.url(pair.database),
+        replica=pair.replica.url(pair.database),
     )
 
 
 @pytest.fixture(scope="module")
 def web(pair) -> Iterator[str]:
     env = os.environ | {
-        "DATABASE_URL": pair.primary.url("lat"),
-        "DATABASE_REPLICA_URLS": pair.replica.url("lat"),
+        "DATABASE_URL": pair.primary.url(pair.database),
+        "DATABASE_REPLICA_URLS": pair.replica.url(pair.database),
         "REPLICA_RETRY_SECONDS": "0.5",
         "SYNC_LAG_ALERT_SECONDS": "100000000",
         # Every listing built from a database: a document found in the cache is answered by
@@ -88,14 +56,6 @@ def get(web: str, path: str) -> tuple[int, bytes]:
         connection.close()
 
 
-def reads(web: str) -> dict[str, float]:
-    """The web process's read requests by the database that answered them."""
-    status, body = get(web, "/internal/metrics")
-    assert status == 200
-    found = re.findall(r'^lat_database_reads_total\{target="(\w+)"\} (\S+)$', body.decode(), re.M)
-    return {target: float(count) for target, count in found}
-
-
 def listed(web: str) -> int:
     status, body = get(web, "/lat")
     assert status == 200, body
@@ -103,21 +63,15 @@ def listed(web: str) -> int:
 
 
 def lats_on(pair: PrimaryAndReplica) -> int:
-    return pair.primary.sql("SELECT count(*) FROM lats_lat", "lat")[0][0]
-
-
-def moved(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    return {
-        k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)
-    }
+    return pair.primary.sql("SELECT count(*) FROM lats_lat", pair.database)[0][0]
 
 
 def test_reads_go_to_the_replica_once_it_replayed_the_writes(pair, web):
     add_lats(pair, 2)
     pair.caught_up()
-    before = reads(web)
+    before = database_reads(web)
     assert listed(web) == lats_on(pair) == 2
-    assert moved(before, reads(web)) == {"replica1": 1}
+    assert moved(before, database_reads(web)) == {"replica1": 1}
 
     status, body = get(web, "/health")
     assert status == 200
@@ -131,27 +85,29 @@ def test_a_replica_held_behind_leaves_the_reads_to_the_primary(pair, web):
     pair.replica.sql("SELECT pg_wal_replay_pause()")
     try:
         add_lats(pair, 1)
-        before = reads(web)
+        before = database_reads(web)
         # At once, though the replica has not replayed the new LAT: the primary answers.
         assert listed(web) == lats_on(pair)
-        assert moved(before, reads(web)) == {"primary": 1}
-        assert pair.replica.sql("SELECT count(*) FROM lats_lat", "lat")[0][0] < lats_on(pair)
+        assert moved(before, database_reads(web)) == {"primary": 1}
+        assert pair.replica.sql("SELECT count(*) FROM lats_lat", pair.database)[0][0] < lats_on(
+            pair
+        )
     finally:
         pair.replica.sql("SELECT pg_wal_replay_resume()")
     pair.caught_up()
-    before = reads(web)
+    before = database_reads(web)
     assert listed(web) == lats_on(pair)
-    assert moved(before, reads(web)) == {"replica1": 1}
+    assert moved(before, database_reads(web)) == {"replica1": 1}
 
 
 def test_reads_go_on_while_the_replica_is_stopped(pair, web):
     pair.replica.stop("immediate")
     try:
         add_lats(pair, 1)
-        before = reads(web)
+        before = database_reads(web)
         assert listed(web) == lats_on(pair)
         assert listed(web) == lats_on(pair)
-        assert moved(before, reads(web)) == {"primary": 2}
+        assert moved(before, database_reads(web)) == {"primary": 2}
         status, body = get(web, "/health")
         health = json.loads(body)
         assert status == 200
@@ -161,6 +117,6 @@ def test_reads_go_on_while_the_replica_is_stopped(pair, web):
         pair.replica.start()
     pair.caught_up()
     time.sleep(0.6)  # REPLICA_RETRY_SECONDS: the failed replica is asked again after it
-    before = reads(web)
+    before = database_reads(web)
     assert listed(web) == lats_on(pair)
-    assert moved(before, reads(web)) == {"replica1": 1}
+    assert moved(before, database_reads(web)) == {"replica1": 1}

@@ -830,11 +830,14 @@ def _claim_rows(ids: list[int], *, lease: datetime, now: datetime) -> dict[int, 
     }
 
 
-# The ids joined (not `d.id = ANY(...)`, which the planner may AND with the due index: a
-# scan of every dead entry a burst of attempts left in it until vacuum).
+# Driven by the ids, whatever the statistics say: the ids joined (`d.id = ANY(...)` was ANDed
+# with the due index, a scan of every dead entry a burst left in it until vacuum), and the
+# still-due check written so that no partial index (status = 'pending') matches it (statistics
+# from before a burst, no delivery pending, had the planner walk the due index and join the
+# ids to every row it found).
 _CLAIM = f"""UPDATE {_DELIVERY} AS d SET next_attempt_at = %s, leased_until = %s
 FROM unnest(%s::bigint[]) AS c(id), {_ENDPOINT} e, {_OUTBOX} o
-WHERE d.id = c.id AND d.status = 'pending' AND d.next_attempt_at <= %s
+WHERE d.id = c.id AND (d.status = 'pending' AND d.next_attempt_at <= %s) IS TRUE
     AND e.id = d.endpoint_id AND o.id = d.event_id
 RETURNING d.id, o.event_id, o.payload::text, e.url, e.secret, e.previous_secret,
     e.previous_secret_until"""

@@ -221,6 +221,12 @@ class Dispatcher:
     def run(self, stop: threading.Event) -> None:
         """Rounds until `stop` is set, sleeping while there is nothing to do."""
         poll, fanned_at = settings.WEBHOOK_POLL_SECONDS, 0.0
+
+        def wake_on_stop() -> None:  # a stop ends the wait for a NOTIFY at once
+            stop.wait()
+            self._wake.set()
+
+        threading.Thread(target=wake_on_stop, daemon=True, name="webhook-stop").start()
         with _Listener() as listener:
             while not stop.is_set():
                 # The outbox is read when a commit wrote it (NOTIFY) or every poll.

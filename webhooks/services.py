@@ -479,12 +479,18 @@ FROM {_DELIVERY} d JOIN {_OUTBOX} o ON o.id = d.event_id
 WHERE d.id = ANY(%s::bigint[]) ORDER BY d.id FOR UPDATE OF d"""
 
 
+def _id_array(ids: list[int]) -> str:
+    """Ids as one PostgreSQL array literal (`%s::bigint[]`): one string to bind, where a list
+    is bound element by element."""
+    return "{" + ",".join(map(str, ids)) + "}"
+
+
 def _record_locks(delivery_ids: list[int]) -> tuple[dict[int, _Locked], dict[int, tuple]]:
     """The endpoints of the deliveries locked first (read through the deliveries), in id
     order; then the deliveries, in id order, with what the record reads of them and their
     event. On PostgreSQL in two plain statements (the ids as one array literal)."""
     if connection.vendor == "postgresql":
-        ids = "{" + ",".join(map(str, delivery_ids)) + "}"
+        ids = _id_array(delivery_ids)
         with connection.cursor() as cursor:
             cursor.execute(_LOCK_ENDPOINTS, [ids])
             endpoints = {row[0]: _Locked(*row) for row in cursor.fetchall()}
@@ -546,12 +552,19 @@ def _deliveries_update(
         if state["status"] != Delivery.Status.PENDING:
             state["next"] = None
     if connection.vendor == "postgresql":
-        rows = [
-            [a.delivery_id, _iso(a.at), a.status_code, a.error, a.duration_ms, a.response_head]
-            for a in attempts
-        ]
-        keys = ("delivery_id", "at", "status_code", "error", "duration_ms", "response_head")
-        added = json.dumps([dict(zip(keys, row, strict=True)) for row in rows])
+        added = json.dumps(
+            [
+                {
+                    "delivery_id": a.delivery_id,
+                    "at": _iso(a.at),
+                    "status_code": a.status_code,
+                    "error": a.error,
+                    "duration_ms": a.duration_ms,
+                    "response_head": a.response_head,
+                }
+                for a in attempts
+            ]
+        )
         changed = json.dumps(
             [
                 {
@@ -615,14 +628,10 @@ def _endpoint_failing(endpoint: _Locked, *, since: datetime | None, now: datetim
 
 CLAIM_LOCK = "webhooks.claim"  # core.locks.lock_key: one claim at a time across dispatchers
 
-# The leased ones are counted up to the cap by an index scan in order (not a bitmap scan): it
-# marks the index entries of rows whose lease has ended as dead as it passes them, so a
-# burst's ended leases are not read again at every claim until vacuum.
 _CANDIDATES = f"""SELECT e.id, e.api_key_id, e.failing_since IS NOT NULL, l.n, d.id
 FROM {_ENDPOINT} e
-CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM {_DELIVERY} l
-    WHERE l.endpoint_id = e.id AND l.leased_until > %(now)s
-    ORDER BY l.leased_until LIMIT %(per)s) l) l
+CROSS JOIN LATERAL (SELECT count(*) AS n FROM {_DELIVERY} l
+    WHERE l.endpoint_id = e.id AND l.leased_until > %(now)s) l
 CROSS JOIN LATERAL (SELECT id, next_attempt_at FROM {_DELIVERY} d
     WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= %(now)s
     ORDER BY d.next_attempt_at, d.id LIMIT greatest(%(per)s - l.n, 0)) d
@@ -766,7 +775,7 @@ def deliveries_claim(
     ids = [c.delivery_id for c in taken]
     if postgresql:
         with connection.cursor() as cursor:
-            cursor.execute(_CLAIM, [lease, lease, "{" + ",".join(map(str, ids)) + "}", now])
+            cursor.execute(_CLAIM, [lease, lease, _id_array(ids), now])
             leased = {row[0]: row for row in cursor.fetchall()}
     else:
         leased = _claim_rows(ids, lease=lease, now=now)

@@ -674,9 +674,11 @@ def claim_fair(
     fewest leased and claimed so far, one delivery per endpoint per turn, oldest first).
 
     Failing candidates (`Candidate.failing`: failing or not yet heard from) get at most
-    `failing_free` senders together. A key's turn takes one of its other candidates first;
-    a key with only failing ones left gives its turn to a failing candidate of the key with
-    the fewest failing sends in flight (`restricted_load`), so that one key's dead endpoints
+    `failing_free` senders together. Within that share a key's turn goes to its least loaded
+    endpoint, failing or not (on a tie, one that answers): a new endpoint of a key whose other
+    endpoints have a backlog gets its first attempts at once, not after that backlog. A key
+    with only failing ones left gives its turn to a failing candidate of the key with the
+    fewest failing sends in flight (`restricted_load`), so that one key's dead endpoints
     cannot keep another key's new endpoints from their first attempt."""
     queues: dict[bool, dict[str, dict[int, list[Candidate]]]] = {False: {}, True: {}}
     for candidate in candidates:  # oldest first: each endpoint's queue too
@@ -699,6 +701,9 @@ def claim_fair(
             del queues[failing][key]
         return candidate
 
+    def least(failing: bool, key: str) -> int:
+        return min(endpoint_load[e] for e in queues[failing][key])
+
     taken: list[Candidate] = []
     while len(taken) < free:
         if failing_free <= 0:
@@ -707,11 +712,13 @@ def claim_fair(
         if not keys:
             break
         key = min(keys, key=lambda k: (load[k], first_seen[k]))
-        if key in queues[False]:
-            candidate = pop(False, key)
-        else:
+        if key not in queues[False]:  # only failing ones: the turn goes where fewest are
             key = min(queues[True], key=lambda k: (restricted[k], first_seen[k]))
-            candidate = pop(True, key)
+            failing = True
+        else:  # the key's least loaded endpoint, failing or not (within the failing share)
+            failing = key in queues[True] and least(True, key) < least(False, key)
+        candidate = pop(failing, key)
+        if failing:
             restricted[key] += 1
             failing_free -= 1
         taken.append(candidate)

@@ -319,6 +319,18 @@ def test_the_claim_shares_senders_across_keys_then_endpoints():
     assert [c.delivery_id for c in taken] == [1, 6, 2, 3]
 
 
+def test_a_new_endpoint_of_a_busy_key_gets_its_first_attempts_at_once():
+    """Key A's endpoint 1 answers and has a backlog; its endpoint 2 is new (not heard from
+    yet: with the failing ones). Within the failing share, A's turns go to its least loaded
+    endpoint: 2 is not held back until 1's backlog is sent (it was: a key with an answering
+    endpoint always took that one, and a burst's new endpoints waited for the end of it)."""
+    rows = [("A", 1, False, 0)] * 5 + [("A", 2, True, 0)] * 3
+    taken = claim_fair(_candidates(rows), free=4, failing_free=4, key_load={})
+    assert [c.delivery_id for c in taken] == [1, 6, 2, 7]
+    taken = claim_fair(_candidates(rows), free=4, failing_free=1, key_load={})
+    assert [c.delivery_id for c in taken] == [1, 6, 2, 3]
+
+
 def test_failing_endpoints_hold_no_more_than_their_share():
     rows = [("A", e, True, 0) for e in range(1, 11)] + [("B", 20, False, 0)] * 6
     taken = claim_fair(_candidates(rows), free=8, failing_free=2, key_load={})

@@ -11,9 +11,11 @@ here uses Redis: with Redis down the streams go on.
 
 Idle streams cost next to nothing: no timer and no task per stream wakes while nothing happens.
 One timer for the process hands the keep-alive (KEEPALIVE, through the same queue as messages)
-to every stream once per STREAM_KEEPALIVE_SECONDS: the streams are spread over SLICES slices,
-one slice visited each STREAM_KEEPALIVE_SECONDS / SLICES, so that the writes of a thousand
-streams come in small batches rather than all at once. The per-address slots (stream/slots.py)
+to every stream once per STREAM_KEEPALIVE_SECONDS: the streams are spread over slices, one
+slice visited every SLICE_SECONDS, so that the writes of a thousand streams come a few at a time
+rather than in batches (with ten slices, a hundred writes at once here and a hundred reads at
+once at the clients every half second took a core for milliseconds, and the other processes'
+slowest answers with it: the `stream` bench's WSGI reads' p99). The per-address slots (stream/slots.py)
 are renewed in one Redis call a third of STREAM_SLOT_SECONDS apart.
 """
 
@@ -38,7 +40,7 @@ from webhooks.outbox import NOTIFY_CHANNEL
 logger = logging.getLogger(__name__)
 
 LISTENING_POLL_SECONDS = 30.0  # the feed read while LISTEN is up, whether or not NOTIFY came
-SLICES = 10  # of the keep-alive round
+SLICE_SECONDS = 0.05  # one slice of the keep-alive round visited this often
 # The keep-alive comment (extensions.md, "Live stream"), queued as a message is: it has no id.
 KEEPALIVE = Message(0, "", None, frozenset(), None, b": keep-alive\n\n")
 
@@ -80,7 +82,9 @@ class Hub:
     def __init__(self) -> None:
         self.high = 0  # the last id read from the feed
         self._streams: set[Stream] = set()
-        self._round: list[set[Stream]] = [set() for _ in range(SLICES)]  # by Stream.turn
+        # Stream.turn's slices: STREAM_KEEPALIVE_SECONDS / SLICE_SECONDS of them
+        self._slices = max(1, round(settings.STREAM_KEEPALIVE_SECONDS / SLICE_SECONDS))
+        self._round: list[set[Stream]] = [set() for _ in range(self._slices)]
         self._turns = itertools.count()
         self._started: asyncio.Future | None = None
         self._wake = asyncio.Event()
@@ -105,7 +109,7 @@ class Hub:
     def subscribe(self, filters: Filters) -> Stream:
         """A stream handed every message after `self.high` (the caller has sent those up to
         it, with no await since it read it)."""
-        stream = Stream(filters, settings.STREAM_BUFFER, next(self._turns) % SLICES)
+        stream = Stream(filters, settings.STREAM_BUFFER, next(self._turns) % self._slices)
         self._streams.add(stream)
         self._round[stream.turn].add(stream)
         return stream
@@ -147,8 +151,8 @@ class Hub:
         unless messages wait in its queue (they are being sent): no stream goes longer than
         that without a write. The turns are kept to the clock, not to the work they did."""
         loop = asyncio.get_running_loop()
-        step, at = settings.STREAM_KEEPALIVE_SECONDS / SLICES, loop.time()
-        for turn in itertools.cycle(range(SLICES)):
+        step, at = settings.STREAM_KEEPALIVE_SECONDS / self._slices, loop.time()
+        for turn in itertools.cycle(range(self._slices)):
             at = max(at + step, loop.time())
             await asyncio.sleep(at - loop.time())
             for stream in self._round[turn]:

@@ -11,7 +11,7 @@ import itertools
 import pytest
 
 from stream.feed import Message
-from stream.hub import KEEPALIVE, Hub, Stream
+from stream.hub import KEEPALIVE, SLICE_SECONDS, Hub, Stream
 from webhooks.outbox import Filters
 
 INTERVAL = 15.0
@@ -55,8 +55,20 @@ def test_every_idle_stream_gets_a_keep_alive_each_interval(settings, monkeypatch
         assert 0 < times[0] <= INTERVAL  # the first within the interval of the subscription
         gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
         assert gaps == pytest.approx([INTERVAL] * 3)  # then one every interval, no more
-    # The turns spread the streams: 25 streams over 10 turns of 1.5 s, 2 or 3 at each.
+    # The turns spread the streams, one slice every SLICE_SECONDS (300 over 15 s): each of the
+    # 25 in a slice of its own, the first keep-alives SLICE_SECONDS apart.
     firsts = sorted(times[0] for times in got)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(firsts)]
+    assert gaps == pytest.approx([SLICE_SECONDS] * 24)
+
+
+def test_more_streams_than_slices_share_them_evenly(settings, monkeypatch):
+    settings.STREAM_KEEPALIVE_SECONDS = 10 * SLICE_SECONDS  # ten slices
+    hub = Hub()
+    idle = [hub.subscribe(Filters()) for _ in range(25)]
+    got = keep_alives(hub, idle, 2 * settings.STREAM_KEEPALIVE_SECONDS, monkeypatch)
+    # 25 streams over 10 turns: 2 or 3 at each, never more at once.
+    firsts = [times[0] for times in got]
     assert len(set(firsts)) == 10
     assert max(firsts.count(t) for t in firsts) == 3
 

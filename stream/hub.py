@@ -15,8 +15,8 @@ to every stream once per STREAM_KEEPALIVE_SECONDS: the streams are spread over s
 slice visited every SLICE_SECONDS, so that the writes of a thousand streams come a few at a time
 rather than in batches (with ten slices, a hundred writes at once here and a hundred reads at
 once at the clients every half second took a core for milliseconds, and the other processes'
-slowest answers with it: the `stream` bench's WSGI reads' p99). The per-address slots (stream/slots.py)
-are renewed in one Redis call a third of STREAM_SLOT_SECONDS apart.
+slowest answers with it: the `stream` bench's WSGI reads' p99). The per-address slots
+(stream/slots.py) are renewed in one Redis call a third of STREAM_SLOT_SECONDS apart.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ for at most DOCUMENT_CACHE_SECONDS after it was built (checked on read as well a
 own expiry, so a late write cannot stretch it); that bound is also what a cache without shared
 invalidation (local memory, one per process) can serve. With Redis the token and the documents
 are shared by every process, and a hit costs one round trip (MGET of the token and the
-document).
+document; of the token alone where the process holds a copy of the entry read or stored
+before, which it answers while the token is still the entry's: `_held`).
 
 Redis is optional here (core/redisguard.py): while it cannot be reached, documents are built
 from the database. An invalidation that could not reach Redis is remembered by the process and

@@ -9,10 +9,12 @@ are left to Django: staff use them in a browser.
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Callable
 
+from django.conf import settings
 from django.core.exceptions import TooManyFieldsSent
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 
 from core.api.errors import fallback_message, is_json, json_error, suspicious_message
 from core.api.throttling import rate_limit_headers
@@ -52,12 +54,41 @@ def declared_charset_refusal(request: HttpRequest) -> HttpResponse | None:
     )
 
 
+# A query string of `name=value` fields in unreserved characters only (RFC 3986): nothing in
+# it to unquote or decode, as the API's own parameters are sent.
+_PLAIN_QUERY = re.compile(r"[\w.~-]+=[\w.~-]*(?:&[\w.~-]+=[\w.~-]*)*", re.ASCII)
+
+
+def plain_query(query_string: str) -> QueryDict | None:
+    """The QueryDict Django makes of a plain query string (`_PLAIN_QUERY`, within
+    DATA_UPLOAD_MAX_NUMBER_FIELDS), made by splitting it: Django's parse (urllib's, then a
+    method call per field) cost the LAT detail's three toggles ~15 us a request. None for any
+    other query string, which Django parses."""
+    limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+    if not _PLAIN_QUERY.fullmatch(query_string) or (
+        limit is not None and query_string.count("&") >= limit
+    ):
+        return None
+    fields: dict[str, list[str]] = {}
+    for field in query_string.split("&"):
+        name, _, value = field.partition("=")
+        fields.setdefault(name, []).append(value)
+    query = QueryDict()
+    dict.update(query, fields)  # a MultiValueDict holds each key's list of values as its value
+    return query
+
+
 def too_many_parameters_refusal(request: HttpRequest) -> HttpResponse | None:
     """A 400 for more query parameters than DATA_UPLOAD_MAX_NUMBER_FIELDS.
 
     Django parses the query string lazily and raises wherever `request.GET` is first read,
     which inside a DRF view would surface as a 500; read it here, once, instead.
     """
+    if "GET" not in request.__dict__ and getattr(request, "_encoding", None) is None:
+        query = plain_query(request.META.get("QUERY_STRING", ""))
+        if query is not None:
+            request.GET = query  # type: ignore[assignment]  # immutable, as the stubs want
+            return None
     try:
         request.GET  # noqa: B018
     except TooManyFieldsSent as exc:

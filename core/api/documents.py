@@ -7,7 +7,8 @@ for at most DOCUMENT_CACHE_SECONDS after it was built (checked on read as well a
 own expiry, so a late write cannot stretch it); that bound is also what a cache without shared
 invalidation (local memory, one per process) can serve. With Redis the token and the documents
 are shared by every process, and a hit costs one round trip (MGET of the token and the
-document).
+document; of the token alone where the process holds a copy of the entry read or stored
+before, which it answers while the token is still the entry's: `_held`).
 
 Redis is optional here (core/redisguard.py): while it cannot be reached, documents are built
 from the database. An invalidation that could not reach Redis is remembered by the process and
@@ -30,7 +31,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.conf import settings
 from django.core.cache import cache
@@ -181,8 +182,38 @@ CacheRead = Callable[[str], tuple[bool, Any]]
 
 def document_keys(name: str) -> list[str]:
     """The cache keys `cached_document(name, ...)` reads (none while documents are not
-    cached), for a view to read ahead in the rate limit's round trip (prefetch_cache_keys)."""
-    return list(_keys(name)) if settings.DOCUMENT_CACHE_SECONDS else []
+    cached), for a view to read ahead in the rate limit's round trip (prefetch_cache_keys):
+    the generation alone while this process holds a copy of the document (`_held`)."""
+    if not settings.DOCUMENT_CACHE_SECONDS:
+        return []
+    generation_key, document_key = _keys(name)
+    return [generation_key] if document_key in _held else [generation_key, document_key]
+
+
+# The entries (generation, built at, document) this process last read from the cache or stored
+# there for the documents read ahead, by cache key. A request whose generation, read ahead, is a
+# held entry's is answered from it on the cache's own terms (that generation, built within
+# DOCUMENT_CACHE_SECONDS), without reading the document from Redis again: a cached LAT detail's
+# ~3 kB, unpickled, cost a hit more than the rest of its round trip. Where the generation moved,
+# the document is read (a second round trip, once per process and change) or built.
+_held: dict[str, tuple[Any, float, Any]] = {}
+
+
+def _current(entry: Any, generation: Any, seconds: int) -> TypeGuard[tuple[Any, float, Any]]:
+    """Whether a cache entry is one to answer at `generation` (the shared token)."""
+    return (
+        generation is not None
+        and isinstance(entry, tuple)
+        and len(entry) == 3
+        and entry[0] == generation
+        and 0 <= time.time() - entry[1] < seconds
+    )
+
+
+def _hold(key: str, entry: tuple[Any, float, Any]) -> None:
+    if len(_held) >= LOCAL_MAX_DOCUMENTS and key not in _held:
+        _held.clear()
+    _held[key] = entry
 
 
 def cached_document(
@@ -199,6 +230,10 @@ def cached_document(
     generation_key, document_key = _keys(name)
     if _pending and not retry_pending_bumps():
         return _local_document(document_key, build, seconds)
+    if read is not None and (held := _held.get(document_key)) is not None:
+        seen, generation = read(generation_key)
+        if seen and _current(held, generation, seconds):
+            return held[2]
     found = _read_ahead(read, (generation_key, document_key))
     if found is None:
         found = redisguard.call(
@@ -208,23 +243,19 @@ def cached_document(
         return _local_document(document_key, build, seconds)
     generation = found.get(generation_key)
     entry = found.get(document_key)
-    if (
-        generation is not None
-        and isinstance(entry, tuple)
-        and len(entry) == 3
-        and entry[0] == generation
-        and 0 <= time.time() - entry[1] < seconds
-    ):
+    if _current(entry, generation, seconds):
+        if read is not None:
+            _hold(document_key, entry)
         return entry[2]
     if generation is None:
         generation = _new_generation(generation_key)
     built_at = time.time()
     document = build()
     if generation is not None:
-        redisguard.call(
-            "document cache",
-            lambda: cache.set(document_key, (generation, built_at, document), timeout=seconds),
-        )
+        entry = (generation, built_at, document)
+        redisguard.call("document cache", lambda: cache.set(document_key, entry, timeout=seconds))
+        if read is not None:
+            _hold(document_key, entry)
     return document
 
 

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 from django_redis import get_redis_connection
 
 from core import telemetry
-from core.api.documents import _keys
+from core.api.documents import _keys, document_keys
 from lats.avs_metadata import avs_apply_metadata
 from metrics.services import snapshot_record
 from tests import factories as f
@@ -34,6 +34,24 @@ def test_a_hit_reads_no_database(api, dataset):
     assert n_first > 0
     assert n_second == 0
     assert second == first
+
+
+def test_a_hit_held_by_the_process_reads_the_generation_alone(api, dataset):
+    """A process answers a hit from its own copy of the cache entry while the generation read
+    ahead is the entry's, without reading the document from Redis again; a write ends it."""
+    path = f"/lat/{A(0x1001)}"
+    name = f"json:lat:{A(0x1001)}:False:False:False"
+    generation_key, document_key = _keys(name)
+    miss = api.get(path)
+    assert miss.status_code == 200
+    assert document_keys(name) == [generation_key]  # the copy is held: only the generation
+    cache.delete(document_key)  # not read again: the copy answers at the same generation
+    hit, n_hit = queries(api, path)
+    assert n_hit == 0
+    assert hit == miss.json()
+    dataset.eth_lat.name = "Renamed"
+    dataset.eth_lat.save()  # a new generation: the copy is not answered
+    assert api.get(path).json()["name"] == "Renamed"
 
 
 def database_reads(target: str) -> float:

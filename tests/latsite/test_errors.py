@@ -9,8 +9,10 @@ from decimal import Decimal
 
 import pytest
 from django.db import connection
+from django.http import QueryDict
 from django.test import Client
 
+from core.middleware import plain_query
 from deposits.models import Deposit
 from tests import factories as f
 
@@ -259,6 +261,35 @@ def test_too_many_query_parameters_is_400(api, dataset, settings, path):
     assert "too many query" in error["message"]
     query = "&".join(f"p{i}=1" for i in range(limit))
     assert api.get(f"{path}?{query}").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("query", "fields"),
+    [
+        ("withTvl=true&withRewards=false", [("withTvl", ["true"]), ("withRewards", ["false"])]),
+        ("a=1&a=2&b=", [("a", ["1", "2"]), ("b", [""])]),
+        ("x_y.z~-=A-b_9", [("x_y.z~-", ["A-b_9"])]),
+    ],
+)
+def test_a_plain_query_string_is_split_as_django_parses_it(query, fields):
+    parsed = plain_query(query)
+    assert parsed is not None
+    assert list(parsed.lists()) == fields == list(QueryDict(query).lists())
+    with pytest.raises(AttributeError):  # immutable, as request.GET is
+        parsed["c"] = "3"
+
+
+@pytest.mark.parametrize(
+    "query", ["", "a=%41", "a=1+2", "a", "a=1&&b=2", "=1", "a=1;b=2", "\xe9=1", "a=1&b"]
+)
+def test_any_other_query_string_is_left_to_django(query):
+    assert plain_query(query) is None
+
+
+def test_a_plain_query_string_past_the_limit_is_left_to_django(settings):
+    limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+    assert plain_query("&".join(f"p{i}=1" for i in range(limit))) is not None
+    assert plain_query("&".join(f"p{i}=1" for i in range(limit + 1))) is None
 
 
 def test_too_many_query_parameters_on_a_post_is_400(api, dataset):

@@ -74,20 +74,9 @@ def entity_tag(
         query = f"document:{document}"  # never an encoded query string (`:` is quoted there)
     if generation is None:
         generation = request_generation(request)
-    key = (generation, request.path, query, extra)
-    tag = _tags.get(key)
-    if tag is None:
-        if len(_tags) >= MAX_TAGS:
-            _tags.clear()
-        text = "\x1f".join((generation, release(), *key[1:])).encode("utf-8", "surrogateescape")
-        tag = _tags[key] = f'W/"{hashlib.blake2b(text, digest_size=16).hexdigest()}"'
-    return tag
-
-
-# The tags this process worked out, by what they hash but its release (one per process): a
-# representation asked for again at the same generation is tagged without hashing.
-_tags: dict[tuple[str, str, str, str], str] = {}
-MAX_TAGS = 4096
+    parts = (generation, release(), request.path, query, extra)
+    text = "\x1f".join(parts).encode("utf-8", "surrogateescape")
+    return f'W/"{hashlib.blake2b(text, digest_size=16).hexdigest()}"'
 
 
 def request_generation(request) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -219,15 +218,6 @@ def records_from_rows(rows: list[tuple]) -> list[tuple[LatRecord, list[tuple]]]:
         if row[_LAT_WIDTH] is not None:
             record.tokens.append(_link(row))
     return out
-
-
-def record_from_values(lat: Sequence[Any], links: Iterable[Sequence[Any]]) -> LatRecord:
-    """The record of RECORD_COLUMNS' values given apart: the LAT's (the first 17) and each
-    token's (the 12 after them), as a statement that aggregates the tokens gives them."""
-    lat = tuple(lat)
-    record = _record(lat)
-    record.tokens.extend(_link((*lat, *link)) for link in links)
-    return record
 
 
 def lat_records(*, address: str | None = None) -> list[LatRecord]:

@@ -4,7 +4,6 @@ and its history (snapshots sampled at regular points)."""
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -15,7 +14,7 @@ from django.utils import timezone
 from chain.results import block_time
 from core.db import fetch_prepared
 from core.errors import NotFound
-from lats.models import Avs, Lat, LatToken, Token
+from lats.models import Lat
 from lats.selectors import (
     RECORD_COLUMNS,
     RECORD_FROM,
@@ -24,7 +23,6 @@ from lats.selectors import (
     LatRecord,
     TokenLink,
     json_column,
-    record_from_values,
     records_from_rows,
 )
 from lats.values import eth_at, unit_eth_price
@@ -286,69 +284,9 @@ def _staked_total(value: Decimal | str | None) -> Decimal:
     return value
 
 
-# On PostgreSQL the same values in one JSON value (one row of one column): the LAT's record
-# columns and its AVS's curated metadata once, each token's columns and staked amount in an
-# array. psycopg sets a loader up for every column of a result and converts every value: the
-# rows' statement (three rows of 40 columns, the LAT's and AVS's repeated) cost this process
-# twice what this one does with its parsing. NUMERIC travels as text (exact, as psycopg reads
-# it), jsonb as JSON (as json_column parses its text).
-_DETAIL_JSON_SQL = f"""
-WITH staked AS (
-    SELECT n.lat_id, na.token_id, SUM(na.staked_amount) AS amount
-    FROM {NodeAsset._meta.db_table} na
-    JOIN {StakerNode._meta.db_table} n ON n.id = na.node_id
-    JOIN {Lat._meta.db_table} sl ON sl.id = n.lat_id
-    WHERE sl.proxy_address = %(address)s
-    GROUP BY n.lat_id, na.token_id
-)
-SELECT json_build_array(
-    json_build_array(l.id, l.proxy_address, l.implementation_address, l.name, l.symbol,
-        l.avs_id, a.address, l.chain_id, l.max_nodes, l.contract_deployments, l.base_asset,
-        l.base_asset_symbol, l.group_override, l.unit_eth_price::text, l.total_assets::text,
-        l.total_supply::text, l.apys),
-    json_build_array(a.metadata_name, a.metadata_description, a.metadata_community_chat,
-        a.metadata_logo, a.metadata_messaging, a.metadata_website, a.metadata_social,
-        a.metadata_code, a.metadata_token_address, a.tags),
-    (SELECT json_agg(json_build_array(lt.lat_id, lt.token_id, t.address, t.symbol,
-            lt.strategy_address, lt.volatility_threshold::text, lt.price_per_unit::text,
-            lt.decimals, lt.balance::text, lt.queued_balance::text, t.base_apy::text, t.ref_id,
-            s.amount::text) ORDER BY t.address)
-        FROM {LatToken._meta.db_table} lt
-        JOIN {Token._meta.db_table} t ON t.id = lt.token_id
-        LEFT JOIN staked s ON s.lat_id = l.id AND s.token_id = lt.token_id
-        WHERE lt.lat_id = l.id)
-)::text
-FROM {Lat._meta.db_table} l
-JOIN {Avs._meta.db_table} a ON a.id = l.avs_id
-WHERE l.proxy_address = %(address)s
-"""
-
-
 def lat_detail(*, address: str) -> LatDetail:
     """The LAT at `address` with its tokens, what its nodes stake of each and its AVS's
     curated metadata (one statement)."""
-    if connection.vendor != "postgresql":
-        return _lat_detail_rows(address)
-    rows = fetch_prepared(_DETAIL_JSON_SQL, {"address": address})
-    if not rows:
-        raise NotFound(f"No LAT at {address}.")
-    ((text,),) = rows  # one LAT at an address
-    lat, curated_values, tokens = json.loads(text)
-    tokens = tokens or []
-    record = record_from_values(lat, (token[:-1] for token in tokens))
-    curated = dict(zip(CURATED_FIELDS, curated_values, strict=True))
-    return LatDetail(
-        record=record,
-        staked={
-            link.token_id: Decimal(0) if token[-1] is None else Decimal(token[-1])
-            for link, token in zip(record.tokens, tokens, strict=True)
-        },
-        curated_metadata={"avsAddress": record.avs_address, **curated},
-    )
-
-
-def _lat_detail_rows(address: str) -> LatDetail:
-    """lat_detail from RECORD_COLUMNS' rows, one per token (other databases: SQLite)."""
     rows = fetch_prepared(_detail_sql(connection.vendor), {"address": address})
     if not rows:
         raise NotFound(f"No LAT at {address}.")

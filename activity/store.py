@@ -19,7 +19,7 @@ from django.db.models import F
 
 from chain.activity import ActivityLog
 from chain.results import block_time
-from core.db import bulk_insert, copy_escape
+from core.db import bulk_insert, copy_escape, pg_array
 from deposits.models import Event, Holder, HolderBucket, HolderTally, holder_bucket
 from lats.models import Lat
 
@@ -253,9 +253,9 @@ def _add_in_place(
     # thousands of elements are joined faster than psycopg adapts a list element by element.
     params: list[Any] = [
         lat.id,
-        _array(addresses),
-        _array(str(deltas.get(a, 0)) for a in addresses),
-        _array(str(first_blocks.get(a, 0)) for a in addresses),
+        pg_array(addresses),
+        pg_array(deltas.get(a, 0) for a in addresses),
+        pg_array(first_blocks.get(a, 0) for a in addresses),
     ]
     with connection.cursor() as cursor:
         cursor.execute(_ADD, params)
@@ -263,11 +263,6 @@ def _add_in_place(
             (address, 0 if new else int(after) - deltas.get(address, 0), int(after), new)
             for address, after, new in cursor.fetchall()
         ]
-
-
-def _array(items: Iterable[str]) -> str:
-    """A PostgreSQL array literal of items that need no quoting (hex, decimal digits)."""
-    return "{" + ",".join(items) + "}"
 
 
 def _add_read_then_write(

@@ -139,6 +139,12 @@ def bulk_insert(
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
+def pg_array(items: Iterable[Any]) -> str:
+    """A PostgreSQL array literal (`%s::bigint[]`, `%s::text[]`) of items that need no quoting
+    (ids, hex, decimal digits): one string to bind, where a list is bound element by element."""
+    return "{" + ",".join(map(str, items)) + "}"
+
+
 def copy_escape(text: str) -> str:
     """A string as a value of COPY's text format."""
     return text.translate(_COPY_ESCAPES)

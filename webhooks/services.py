@@ -20,6 +20,7 @@ from rest_framework_api_key.models import APIKey
 
 from core import outbound
 from core.api.params import parse_addresses
+from core.db import pg_array
 from core.errors import InvalidInput, NotFound, ServiceError
 from core.locks import lock_key
 from lats.models import Lat
@@ -479,18 +480,12 @@ FROM {_DELIVERY} d JOIN {_OUTBOX} o ON o.id = d.event_id
 WHERE d.id = ANY(%s::bigint[]) ORDER BY d.id FOR UPDATE OF d"""
 
 
-def _id_array(ids: list[int]) -> str:
-    """Ids as one PostgreSQL array literal (`%s::bigint[]`): one string to bind, where a list
-    is bound element by element."""
-    return "{" + ",".join(map(str, ids)) + "}"
-
-
 def _record_locks(delivery_ids: list[int]) -> tuple[dict[int, _Locked], dict[int, tuple]]:
     """The endpoints of the deliveries locked first (read through the deliveries), in id
     order; then the deliveries, in id order, with what the record reads of them and their
     event. On PostgreSQL in two plain statements (the ids as one array literal)."""
     if connection.vendor == "postgresql":
-        ids = _id_array(delivery_ids)
+        ids = pg_array(delivery_ids)
         with connection.cursor() as cursor:
             cursor.execute(_LOCK_ENDPOINTS, [ids])
             endpoints = {row[0]: _Locked(*row) for row in cursor.fetchall()}
@@ -782,7 +777,7 @@ def deliveries_claim(
     ids = [c.delivery_id for c in taken]
     if postgresql:
         with connection.cursor() as cursor:
-            cursor.execute(_CLAIM, [lease, lease, _id_array(ids), now])
+            cursor.execute(_CLAIM, [lease, lease, pg_array(ids), now])
             leased = {row[0]: row for row in cursor.fetchall()}
     else:
         leased = _claim_rows(ids, lease=lease, now=now)

@@ -14,6 +14,7 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework_api_key.models import APIKey
 
+from core.db import pg_array
 from webhooks.models import Delivery, Endpoint, OutboxEvent
 from webhooks.services import _CLAIM
 from webhooks.signing import secret_new
@@ -66,7 +67,7 @@ def test_the_claim_reads_its_ids_by_key_whatever_the_statistics_say():
     with connection.cursor() as cursor:
         cursor.execute(
             "EXPLAIN (ANALYZE, FORMAT JSON) " + _CLAIM,
-            [lease, lease, "{" + ",".join(map(str, claimed)) + "}", now],
+            [lease, lease, pg_array(claimed), now],
         )
         (explained,) = cursor.fetchone()
     plan = (json.loads(explained) if isinstance(explained, str) else explained)[0]["Plan"]

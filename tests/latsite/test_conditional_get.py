@@ -189,7 +189,7 @@ def test_errors_carry_no_tag(api, dataset, path, status):
     assert api.get(path, HTTP_IF_NONE_MATCH="*").status_code == status
 
 
-def test_a_304_is_counted_by_the_rate_limit(api, dataset, settings, ip):
+def test_a_304_is_counted_by_the_rate_limit(api, dataset, settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "3/min"
     first = api.get("/lat", REMOTE_ADDR=ip)
     etag = first["ETag"]

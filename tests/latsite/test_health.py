@@ -280,7 +280,7 @@ def test_database_never_answering_is_503_down_within_a_second(api, world, monkey
         assert response.status_code == 503
 
 
-def test_health_is_not_rate_limited_and_ignores_api_keys(api, world, settings):
+def test_health_is_not_rate_limited_and_ignores_api_keys(api, world, settings, minute_window):
     settings.RATE_LIMIT_ANON = "1/min"
     for _ in range(3):
         response = api.get("/health", HTTP_X_API_TOKEN="not.a-key")

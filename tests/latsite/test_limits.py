@@ -45,7 +45,7 @@ def test_counters_live_in_redis(settings):
     assert get_redis_connection("default").exists(cache.make_key("probe"))
 
 
-def test_anonymous_limit_then_429_with_retry_after(api, dataset, settings, ip):
+def test_anonymous_limit_then_429_with_retry_after(api, dataset, settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "3/min"
     assert [get(api, ip).status_code for _ in range(3)] == [200, 200, 200]
     response = get(api, ip)
@@ -58,7 +58,7 @@ def test_anonymous_limit_then_429_with_retry_after(api, dataset, settings, ip):
     assert get(api, other).status_code == 200
 
 
-def test_a_key_raises_the_limit(api, dataset, settings, ip):
+def test_a_key_raises_the_limit(api, dataset, settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "2/min"
     settings.RATE_LIMIT_KEYED = "5/min"
     _, key = APIKey.objects.create_key(name="dashboard")
@@ -117,7 +117,7 @@ def apikey_queries(captured) -> int:
     return sum("rest_framework_api_key_apikey" in q["sql"] for q in captured.captured_queries)
 
 
-def test_bad_keys_are_limited_per_ip_before_the_lookup(api, dataset, settings, ip):
+def test_bad_keys_are_limited_per_ip_before_the_lookup(api, dataset, settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "3/min"
     bad = ["nonsense", "Ab12Cd34.notthekeyatall", "abcd.efgh"]
     assert [get(api, ip, HTTP_X_API_TOKEN=k).status_code for k in bad] == [401, 401, 401]
@@ -131,7 +131,7 @@ def test_bad_keys_are_limited_per_ip_before_the_lookup(api, dataset, settings, i
     assert get(api, ip.rsplit(".", 1)[0] + ".252", HTTP_X_API_TOKEN="x.y").status_code == 401
 
 
-def test_disabled_and_expired_keys_count_as_bad_keys(api, dataset, settings, ip):
+def test_disabled_and_expired_keys_count_as_bad_keys(api, dataset, settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "2/min"
     _, revoked = APIKey.objects.create_key(name="revoked", revoked=True)
     past = timezone.now() - dt.timedelta(days=1)
@@ -141,7 +141,7 @@ def test_disabled_and_expired_keys_count_as_bad_keys(api, dataset, settings, ip)
     assert get(api, ip, HTTP_X_API_TOKEN=revoked).status_code == 429
 
 
-def test_a_valid_key_is_not_blocked_by_anonymous_traffic(api, dataset, settings, ip):
+def test_a_valid_key_is_not_blocked_by_anonymous_traffic(api, dataset, settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "2/min"
     _, key = APIKey.objects.create_key(name="dashboard")
     assert [get(api, ip).status_code for _ in range(3)] == [200, 200, 429]
@@ -168,7 +168,7 @@ def net64() -> str:
     return f"2001:db8:{n % 0xFFFF:x}:{(n >> 16) % 0xFFFF:x}"
 
 
-def test_ipv6_clients_share_a_limit_per_64(api, dataset, settings, net64):
+def test_ipv6_clients_share_a_limit_per_64(api, dataset, settings, net64, minute_window):
     settings.RATE_LIMIT_ANON = "3/min"
     same_net = [f"{net64}::1", f"{net64}:abcd:1:2:3", f"{net64}:ffff:ffff:ffff:fffe"]
     assert [get(api, addr).status_code for addr in same_net] == [200, 200, 200]
@@ -179,7 +179,7 @@ def test_ipv6_clients_share_a_limit_per_64(api, dataset, settings, net64):
     assert get(api, f"{neighbour}::1").status_code == 200
 
 
-def test_ipv4_clients_are_counted_per_address(api, dataset, settings, ip):
+def test_ipv4_clients_are_counted_per_address(api, dataset, settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "1/min"
     assert get(api, ip).status_code == 200
     assert get(api, ip).status_code == 429
@@ -188,7 +188,9 @@ def test_ipv4_clients_are_counted_per_address(api, dataset, settings, ip):
     assert get(api, f"{head}.{(int(last) + 1) % 250}").status_code == 200
 
 
-def test_ipv6_behind_proxies_uses_the_forwarded_address(api, dataset, settings, net64):
+def test_ipv6_behind_proxies_uses_the_forwarded_address(
+    api, dataset, settings, net64, minute_window
+):
     settings.RATE_LIMIT_ANON = "1/min"
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
     proxy = "192.0.2.10"
@@ -208,7 +210,7 @@ def simulate_allowed(settings, ip, api_key=None) -> bool:
     return SimulateRateThrottle().allow_request(request, None)
 
 
-def test_simulate_has_its_own_limit_per_ip_and_per_key(settings, ip):
+def test_simulate_has_its_own_limit_per_ip_and_per_key(settings, ip, minute_window):
     settings.RATE_LIMIT_SIMULATE = "2/min"
     assert [simulate_allowed(settings, ip) for _ in range(3)] == [True, True, False]
     api_key, _ = APIKey.objects.create_key(name="simulating")
@@ -263,15 +265,8 @@ def rejections(scope: str) -> float:
     return value or 0.0
 
 
-@pytest.fixture
-def minute_left() -> None:
-    """At least 5 s left in the current minute (and so in the hour)."""
-    if 60 - time.time() % 60 < 5:
-        time.sleep(60 - time.time() % 60 + 0.05)
-
-
 def test_simulate_throttle_counts_both_limits_exactly_in_one_round_trip(
-    settings, ip, round_trips, minute_left
+    settings, ip, round_trips, minute_window
 ):
     settings.RATE_LIMIT_ANON = "5/min"
     settings.RATE_LIMIT_SIMULATE = "3/min"
@@ -297,7 +292,7 @@ def test_simulate_throttle_counts_both_limits_exactly_in_one_round_trip(
     ]
 
 
-def test_simulate_throttle_keeps_a_keys_counters_apart(settings, ip):
+def test_simulate_throttle_keeps_a_keys_counters_apart(settings, ip, minute_window):
     settings.RATE_LIMIT_KEYED = "10/min"
     settings.RATE_LIMIT_SIMULATE = "2/min"
     api_key, _ = APIKey.objects.create_key(name="simulating")
@@ -310,7 +305,7 @@ def test_simulate_throttle_keeps_a_keys_counters_apart(settings, ip):
     assert redis_counter("ratelimit", f"ip:{ip}", 60) is None  # the address was not counted
 
 
-def test_simulate_throttle_waits_for_the_longest_window_exceeded(settings, ip, minute_left):
+def test_simulate_throttle_waits_for_the_longest_window_exceeded(settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "2/hour"
     settings.RATE_LIMIT_SIMULATE = "1/min"
     before = {scope: rejections(scope) for scope in ("anon", "simulate")}

@@ -268,7 +268,7 @@ def rejections(scope: str) -> float:
     return value(scrape(), "lat_rate_limit_rejections_total", scope=scope)
 
 
-def test_rate_limit_rejections_are_counted_by_scope(settings, ip):
+def test_rate_limit_rejections_are_counted_by_scope(settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "2/min"
     settings.RATE_LIMIT_KEYED = "1/min"
     _, key = APIKey.objects.create_key(name="dashboard")

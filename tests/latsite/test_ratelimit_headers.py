@@ -29,14 +29,6 @@ def ip() -> str:
     return f"10.{n % 250}.{(n >> 8) % 250}.{(n >> 16) % 250}"
 
 
-@pytest.fixture
-def fresh_minute() -> None:
-    """At least 10 s left in the current minute window, so that a test's requests share it."""
-    left = MINUTE - time.time() % MINUTE
-    if left < 10:
-        time.sleep(left + 0.05)
-
-
 def reset_bounds(call):
     """(response, lowest and highest RateLimit-Reset the window may give): seconds to the end
     of the minute, measured before and after the request, rounded up."""
@@ -52,7 +44,7 @@ def assert_window(response, *, limit: int, remaining: int, low: int, high: int) 
     assert low <= int(response["RateLimit-Reset"]) <= high
 
 
-def test_remaining_counts_down_then_429(api, dataset, settings, ip, fresh_minute):
+def test_remaining_counts_down_then_429(api, dataset, settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "3/min"
     for remaining in (2, 1, 0):
         response, low, high = reset_bounds(lambda: api.get("/lat", REMOTE_ADDR=ip))
@@ -64,14 +56,14 @@ def test_remaining_counts_down_then_429(api, dataset, settings, ip, fresh_minute
     assert response["Retry-After"] == response["RateLimit-Reset"]
 
 
-def test_errors_a_limit_counted_carry_the_headers_too(api, dataset, settings, ip, fresh_minute):
+def test_errors_a_limit_counted_carry_the_headers_too(api, dataset, settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "5/min"
     response, low, high = reset_bounds(lambda: api.get(f"/lat/{f.address(0xDEAD)}", REMOTE_ADDR=ip))
     assert response.status_code == 404
     assert_window(response, limit=5, remaining=4, low=low, high=high)
 
 
-def test_a_key_counts_against_its_own_limit(api, dataset, settings, ip, fresh_minute):
+def test_a_key_counts_against_its_own_limit(api, dataset, settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "2/min"
     settings.RATE_LIMIT_KEYED = "5/min"
     _, key = APIKey.objects.create_key(name="dashboard")
@@ -84,7 +76,7 @@ def test_a_key_counts_against_its_own_limit(api, dataset, settings, ip, fresh_mi
     assert (response["RateLimit-Limit"], response["RateLimit-Remaining"]) == ("2", "1")
 
 
-def test_simulate_reports_the_tighter_of_its_two_limits(api, dataset, settings, ip, fresh_minute):
+def test_simulate_reports_the_tighter_of_its_two_limits(api, dataset, settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "10/min"
     settings.RATE_LIMIT_SIMULATE = "2/min"
 
@@ -104,7 +96,7 @@ def test_simulate_reports_the_tighter_of_its_two_limits(api, dataset, settings, 
     assert (response["RateLimit-Limit"], response["RateLimit-Remaining"]) == ("10", "6")
 
 
-def test_bad_keys_count_against_their_own_budget(api, dataset, settings, ip, fresh_minute):
+def test_bad_keys_count_against_their_own_budget(api, dataset, settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "2/min"
     statuses, remaining = [], []
     for _ in range(3):
@@ -117,7 +109,7 @@ def test_bad_keys_count_against_their_own_budget(api, dataset, settings, ip, fre
     assert remaining == ["1", "0", "0"]
 
 
-def test_ops_pages_are_not_counted(api, dataset, settings, ip):
+def test_ops_pages_are_not_counted(api, dataset, settings, ip, minute_window):
     settings.RATE_LIMIT_ANON = "1/min"
     for path in ("/health", "/version", "/version"):
         response = api.get(path, REMOTE_ADDR=ip)

@@ -312,7 +312,9 @@ def test_a_stale_document_from_another_process_expires(api, dataset, own_redis, 
     assert renamed(api) == "Renamed"
 
 
-def test_rate_limits_fail_open_and_warn_once(api, dataset, own_redis, settings, caplog):
+def test_rate_limits_fail_open_and_warn_once(
+    api, dataset, own_redis, settings, caplog, minute_window
+):
     settings.RATE_LIMIT_ANON = "2/min"
     settings.REDIS_RETRY_AFTER = 0  # every request tries Redis again, and fails
     caplog.set_level(logging.WARNING, logger="core.redisguard")

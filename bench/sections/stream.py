@@ -5,7 +5,9 @@ to the message at every client, memory per open stream, WSGI reads' p99 without 
 The reads are loaded without the streams and with them open and idle (keep-alives only) in
 turn, ROUNDS times, ending without: without, with, without, ..., with, without (the streams
 closed and opened anew between), and the target compares the median p99 of each side: one
-disturbed run (see its "other processes") does not decide it. One run of each
+disturbed run (see its "other processes") does not decide it. Three rounds left the ratio of
+the same code anywhere from 1.05x to 1.44x (single runs' p99 from 19 to 88 ms without the
+streams): six halve what one disturbed run can move the medians. One run of each
 (before, with, after) left the ratio to the machine's drift: on the shared 2-core machine the
 same code measured anywhere from 0.75x to 3.9x; in turn, both sides see the same drift (as the
 `api` section interleaves its pages). Each run's row gives the CPU of the stream process, of
@@ -40,7 +42,7 @@ from devchain.anvil import free_port
 
 TITLE = "Live stream: 1,000 open streams, confirmation to every client, memory, WSGI reads"
 STREAMS, DEPOSITS, CONNECTING = 1000, 20, 50  # open streams, deposits, streams opened at once
-ROUNDS = 3  # the reads without and with the streams in turn: without, with, ..., without
+ROUNDS = 6  # the reads without and with the streams in turn: without, with, ..., without
 TARGET_P95, MAX_P99_FACTOR, WAIT = 2.0, 1.2, 30.0  # WAIT: s after the last confirmation
 TARGET_P95_W = 0.5  # s, run W (WS_URL set): as `freshness`'s W, confirmation to the API
 WRK = "p50 {0.p50_ms:.2f} ms, p99 {0.p99_ms:.2f} ms, {0.rps:,.0f} req/s; CPU cores: stream {1:.3f}"

@@ -271,7 +271,7 @@ REST_FRAMEWORK_NUM_PROXIES = env.int("NUM_PROXIES", default=0)
 DOCS_URL = env.str("DOCS_URL", default="/docs").rstrip("/")
 
 REST_FRAMEWORK = {
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["core.api.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": ["core.api.auth.ApiKeyAuthentication"],
     "DEFAULT_THROTTLE_CLASSES": ["core.api.throttling.ClientRateThrottle"],

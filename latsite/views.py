@@ -18,7 +18,6 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
@@ -26,6 +25,7 @@ from rest_framework.views import APIView
 
 from core import release, telemetry
 from core.api.errors import ERROR_CODES, handler404, json_error, method_not_allowed
+from core.api.renderers import JSONRenderer
 from core.api.schema import error_responses
 from core.middleware import is_admin_path
 from core.networks import allowed_networks

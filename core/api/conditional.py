@@ -39,9 +39,9 @@ from urllib.parse import urlencode
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, HttpResponseNotModified
 from django.utils.http import parse_etags
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
+from core.api import renderers
 from core.api.documents import (
     cached_document,
     current_generation,
@@ -177,10 +177,10 @@ class ConditionalReadMixin:
 
         def rendered() -> bytes:
             self._route()  # a miss: the reads start here
-            return JSONRenderer().render(build())
+            return renderers.render(build())
 
         body = cached_document(_stored(name), rendered, read=functools.partial(prefetched, request))
-        return HttpResponse(body, content_type=JSONRenderer.media_type)
+        return HttpResponse(body, content_type=renderers.JSONRenderer.media_type)
 
     def etag_extra(self, request) -> str:
         """What the representation depends on besides the data, the path and the query."""

@@ -5,13 +5,17 @@ the limit is a 414 `bad_request`, header fields over the limit a 431, a malforme
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
 import re
+import sys
+import weakref
 from collections.abc import Iterator
 
 import pytest
 
+from latsite.gunicorn import freeze_loaded
 from tests.processes import procfile_web, raw_exchange
 
 
@@ -80,3 +84,27 @@ def test_gunicorns_own_refusals_carry_a_new_request_id(web, request_bytes, statu
         assert NEW_REQUEST_ID.fullmatch(headers["x-request-id"])
         seen.add(headers["x-request-id"])
     assert len(seen) == 2  # a new id per answer
+
+
+def test_a_worker_freezes_what_is_alive_once_the_application_is_loaded():
+    """freeze_loaded, as the worker runs it after loading the application: the URLconf's views
+    imported, every object then alive out of the collector's walks, garbage collected first."""
+    garbage = []
+    garbage.append(garbage)  # a cycle only a collection frees
+    reference = weakref.ref(Cycle(garbage))
+    del garbage
+    try:
+        freeze_loaded()
+        assert "catalog.api.views" in sys.modules  # a view the URLconf imports
+        assert reference() is None  # collected, not frozen
+        frozen = gc.get_freeze_count()
+        assert frozen > len(sys.modules) * 10  # at least modules, their dicts and functions
+        assert len(gc.get_objects(generation=2)) < frozen / 10
+    finally:
+        gc.unfreeze()
+
+
+class Cycle:
+    def __init__(self, cycle: list) -> None:
+        self.cycle = cycle
+        cycle.append(self)

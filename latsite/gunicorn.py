@@ -7,17 +7,10 @@ HTML page. The Procfile's `web` runs this worker class so that those answers too
 body the schema documents: `bad_request` with gunicorn's status, `internal_server_error` for a
 500, and a message that names the limit without echoing the request. Each carries a new
 `X-Request-ID`, as every answer does (the request was not read, so the caller's is not taken).
-
-Once the application is loaded, the worker imports every view the URLconf names and freezes what
-is then alive out of the garbage collector's reach (`freeze_loaded`): the ~170,000 objects of
-Django, DRF, web3 and the service live as long as the process, and a full collection, which
-walked them all (120 ms, about once a thousand requests, ~120 us a request), now walks only what
-requests left behind (3 ms). As the gc module's documentation advises for a server's processes.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 
 from gunicorn import util
@@ -52,24 +45,8 @@ def error_answer(status: int, reason: str, limit: int) -> bytes:
     return head.encode("latin-1") + body
 
 
-def freeze_loaded() -> None:
-    """Import every view of the URLconf (Django imports them at the first request), collect what
-    loading left as garbage, and move everything alive to the collector's permanent generation,
-    which no collection walks."""
-    from django.urls import get_resolver
-
-    get_resolver().url_patterns  # noqa: B018 (the URLconf and every view it imports)
-    gc.collect()
-    gc.freeze()
-
-
 class JsonErrorWorker(ThreadWorker):
-    """gthread, with gunicorn's own error answers in the JSON error body, its long-lived objects
-    frozen once the application is loaded (`freeze_loaded`)."""
-
-    def load_wsgi(self) -> None:
-        super().load_wsgi()
-        freeze_loaded()
+    """gthread, with gunicorn's own error answers in the JSON error body."""
 
     def init_process(self) -> None:
         limit = self.cfg.limit_request_line

@@ -456,6 +456,9 @@ STREAM_SEND_TIMEOUT = env.float("STREAM_SEND_TIMEOUT", default=10)
 STREAM_POLL_SECONDS = env.float("STREAM_POLL_SECONDS", default=1.0)
 # Rows read per query when a resumed stream catches up from the stored feed.
 STREAM_BACKLOG_PAGE = env.int("STREAM_BACKLOG_PAGE", default=500)
+# The API keys of a process's open streams are checked this often (seconds, one query for all):
+# a stream whose key was disabled, expired or deleted meanwhile ends.
+STREAM_KEY_CHECK_SECONDS = env.float("STREAM_KEY_CHECK_SECONDS", default=30)
 
 # Yields (GET /yields, in the shape of DefiLlama's yield server's pools): ETH's USD price per
 # chain from a Chainlink-style ETH/USD feed, ETH_USD_FEED_<chainId> (a feed address on that

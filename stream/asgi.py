@@ -105,17 +105,36 @@ async def _lapsed(start: dict[str, Any], send: Send) -> None:
 
 
 async def _serve(grant: Grant, start: dict[str, Any], receive: Callable, send: Send) -> None:
+    """The stream until the client goes, its pump ends, or its API key is no longer in force
+    (stream/hub.py checks them): then its response ends and its slot is released."""
+    feed, key, ended = hub(), grant.key, None
     pump = asyncio.create_task(_pump(grant, start, send))
     gone = asyncio.create_task(_disconnected(receive))
+    tasks: list[asyncio.Task[Any]] = [pump, gone]
+    if key is not None:
+        ended = feed.hold_key(key)
+        tasks.append(asyncio.create_task(ended.wait()))
     try:
-        await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in (pump, gone):
+        for task in tasks:
             task.cancel()
-        for result in await asyncio.gather(pump, gone, return_exceptions=True):
+        for result in await asyncio.gather(*tasks, return_exceptions=True):
             if isinstance(result, Exception):
                 logger.error("stream: sending failed", exc_info=result)
+        if key is not None and ended is not None:
+            feed.release_key(key, ended)
         await in_thread(slot_release)(grant.slot)
+    if ended is not None and ended.is_set() and not gone.done():
+        await _end(send)
+
+
+async def _end(send: Send) -> None:
+    """The end of a stream's response the server chose (the client is still there)."""
+    try:
+        await _send(send, {"type": "http.response.body", "body": b"", "more_body": False})
+    except (OSError, RuntimeError, TimeoutError):  # gone meanwhile, or never started
+        logger.info("stream: a stream could not be ended cleanly; its connection closes")
 
 
 async def _pump(grant: Grant, start: dict[str, Any], send: Send) -> None:

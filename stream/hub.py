@@ -16,7 +16,9 @@ slice visited every SLICE_SECONDS, so that the writes of a thousand streams come
 rather than in batches (with ten slices, a hundred writes at once here and a hundred reads at
 once at the clients every half second took a core for milliseconds, and the other processes'
 slowest answers with it: the `stream` bench's WSGI reads' p99). The per-address slots
-(stream/slots.py) are renewed in one Redis call a third of STREAM_SLOT_SECONDS apart.
+(stream/slots.py) are renewed in one Redis call a third of STREAM_SLOT_SECONDS apart, and the
+API keys of the open streams checked in one query every STREAM_KEY_CHECK_SECONDS: the streams
+of a key disabled, expired or deleted meanwhile are told to end (`hold_key`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from core.api.auth import keys_ended
 from core.db import listener_conninfo
 from stream.feed import Filters, Message, feed_after, feed_high, selected
 from stream.slots import slots_renew
@@ -90,6 +93,7 @@ class Hub:
         self._wake = asyncio.Event()
         self._listening = False  # LISTEN is up: NOTIFY wakes the follower
         self._tasks: list[asyncio.Task] = []
+        self._keyed: dict[str, set[asyncio.Event]] = {}  # API key id -> its streams' `ended`
 
     async def ready(self) -> None:
         """Started (once per process): the feed's newest id known, following it."""
@@ -104,6 +108,7 @@ class Hub:
             asyncio.create_task(self._listen()),
             asyncio.create_task(self._renew()),
             asyncio.create_task(self._keep_alive()),
+            asyncio.create_task(self._check_keys()),
         ]
 
     def subscribe(self, filters: Filters) -> Stream:
@@ -117,6 +122,42 @@ class Hub:
     def unsubscribe(self, stream: Stream) -> None:
         self._streams.discard(stream)
         self._round[stream.turn].discard(stream)
+
+    def hold_key(self, key: str) -> asyncio.Event:
+        """An event of a stream opened with the API key `key`, set once the key is found
+        disabled, expired or deleted (`_check_keys`): the stream ends on it."""
+        ended = asyncio.Event()
+        self._keyed.setdefault(key, set()).add(ended)
+        return ended
+
+    def release_key(self, key: str, ended: asyncio.Event) -> None:
+        """The stream of `ended` is closed: its key is no longer checked for it."""
+        held = self._keyed.get(key)
+        if held is not None:
+            held.discard(ended)
+            if not held:
+                del self._keyed[key]
+
+    async def _check_keys(self) -> None:
+        """Every STREAM_KEY_CHECK_SECONDS, one query for the keys of every open stream; the
+        streams of the keys no longer in force are told to end. While the database cannot be
+        read, the streams go on (and the check is tried again)."""
+        while True:
+            await asyncio.sleep(settings.STREAM_KEY_CHECK_SECONDS)
+            if not self._keyed:
+                continue
+            try:
+                ended = await in_thread(keys_ended)(list(self._keyed))
+            except Exception:
+                logger.exception("stream: the API keys of open streams could not be checked")
+                continue
+            for key in ended:
+                streams = self._keyed.pop(key, set())
+                logger.info(
+                    "stream: %d stream(s) of an API key no longer in force ended", len(streams)
+                )
+                for event in streams:
+                    event.set()
 
     async def _follow(self) -> None:
         while True:

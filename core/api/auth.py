@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
+from django.db.models import Q
+from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
 from rest_framework_api_key.models import APIKey
@@ -41,3 +45,12 @@ class ApiKeyAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request) -> str:
         return CHALLENGE
+
+
+def keys_ended(ids: Collection[str]) -> set[str]:
+    """Which of the API keys `ids` a request could no longer use: disabled (revoked), expired
+    or deleted since (one query)."""
+    usable = APIKey.objects.filter(pk__in=list(ids), revoked=False).filter(
+        Q(expiry_date__isnull=True) | Q(expiry_date__gt=timezone.now())
+    )
+    return set(ids) - set(usable.values_list("pk", flat=True))

@@ -9,6 +9,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.views import APIView
+from rest_framework_api_key.models import APIKey
 
 from core.addresses import ADDRESS_PATTERN
 from core.api.params import parse_addresses
@@ -52,8 +53,10 @@ message still kept, `listing` the REST listing to re-read what was missed from
 reconnecting with the same cursor is answered the same.
 
 **Limits.** The connect counts against the rate limit like any request (an API key raises it; an
-unknown key is a 401, a disabled one a 403). At most `STREAM_MAX_PER_IP` (default 10) streams
-are open per client address (429 beyond, with `Retry-After`). A client that leaves a message
+unknown key is a 401, a disabled one a 403). A stream opened with a key ends within
+`STREAM_KEY_CHECK_SECONDS` (default 30) of that key being disabled, expiring or being deleted
+(`EventSource` reconnects, and is refused as above). At most `STREAM_MAX_PER_IP` (default 10)
+streams are open per client address (429 beyond, with `Retry-After`). A client that leaves a message
 unread for `STREAM_SEND_TIMEOUT` (default 10 s) is disconnected; it resumes with its
 `Last-Event-ID`.
 
@@ -182,5 +185,6 @@ class StreamEventsView(APIView):
         response = HttpResponse(status=200, content_type="text/event-stream; charset=utf-8")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # nginx: pass each message on at once
-        response[GRANT_HEADER] = grant_issue(Grant(filters, cursor, slot))
+        key = request.auth.pk if isinstance(request.auth, APIKey) else None
+        response[GRANT_HEADER] = grant_issue(Grant(filters, cursor, slot, key))
         return response

@@ -24,6 +24,7 @@ def stream_process(django_db_setup, redis_server) -> Iterator[StreamProcess]:
             "STREAM_BUFFER": "20",
             "STREAM_SEND_TIMEOUT": "2",
             "STREAM_POLL_SECONDS": "30",  # only the outbox's NOTIFY wakes it in time
+            "STREAM_KEY_CHECK_SECONDS": "1",
         }
     )
     yield process

@@ -5,12 +5,14 @@ or a repeat; the per-address cap, the keep-alive, CORS, Redis stopped, a slow cl
 
 from __future__ import annotations
 
+import datetime as dt
 import socket
 import threading
 import time
 
 import pytest
 from django.db import connection, transaction
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tests.stream.client import Message
@@ -207,6 +209,57 @@ def test_api_keys_as_for_the_api(connect, db):
     keyed = connect(X_API_Token=key)
     assert keyed.status == 200
     assert int(keyed.response_headers["ratelimit-limit"]) > 0  # counted as any request
+
+
+def _until_closed(streams, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not all(stream.closed for stream in streams):
+        time.sleep(0.05)
+
+
+def _still_open(streams) -> None:
+    """Each of `streams` open and written to (its keep-alive, every second) for 2.5 s more."""
+    before = [len(stream.comments) for stream in streams]
+    time.sleep(2.5)
+    for stream, count in zip(streams, before, strict=True):
+        assert not stream.closed
+        assert len(stream.comments) > count
+
+
+def test_a_stream_ends_when_its_key_is_disabled_or_deleted(connect, db):
+    """STREAM_KEY_CHECK_SECONDS is 1 here: the streams of a key disabled (revoked, as staff do in
+    admin) or deleted end within a second or two; another key's stream goes on; reconnecting
+    with the disabled key is refused as any request with it is."""
+    from rest_framework_api_key.models import APIKey
+
+    (disabled, disabled_key), (deleted, deleted_key), (_, kept_key) = (
+        APIKey.objects.create_key(name=f"stream {name}") for name in ("disabled", "deleted", "kept")
+    )
+    streams = [connect(X_API_Token=key) for key in (disabled_key, deleted_key, kept_key)]
+    assert [stream.status for stream in streams] == [200, 200, 200]
+    APIKey.objects.filter(pk=disabled.pk).update(revoked=True)
+    deleted.delete()
+    _until_closed(streams[:2], timeout=5)
+    assert [stream.closed for stream in streams] == [True, True, False]
+    _still_open(streams[2:])
+    refused = connect(X_API_Token=disabled_key)
+    assert (refused.status, refused.body["error"]["code"]) == (403, "forbidden")
+    assert "disabled" in refused.body["error"]["message"]
+
+
+def test_a_stream_ends_when_its_key_expires(connect, db):
+    """An expiry that passes while the stream is open ends it too; a stream without a key is
+    never checked."""
+    from rest_framework_api_key.models import APIKey
+
+    soon = timezone.now() + dt.timedelta(seconds=2)
+    _, key = APIKey.objects.create_key(name="stream expiring", expiry_date=soon)
+    keyed, anonymous = connect(X_API_Token=key), connect()
+    assert (keyed.status, anonymous.status) == (200, 200)
+    _until_closed([keyed], timeout=2 + 5)
+    assert keyed.closed
+    assert timezone.now() >= soon
+    _still_open([anonymous])
 
 
 def test_cors_as_for_the_api(connect):

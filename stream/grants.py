@@ -36,7 +36,7 @@ class Grant:
     filters: Filters
     cursor: int | None  # resume after this id; None: live from now
     slot: Slot
-    key: str | None = None  # the API key the connect was made with (its id): checked on
+    key: str | None = None  # the id of the API key the connect was made with (stream/hub.py)
 
 
 _grants: dict[str, tuple[Grant, float]] = {}  # token -> the grant, when it lapses (monotonic)

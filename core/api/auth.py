@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from django.db.models import Q
 from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication
@@ -48,9 +47,8 @@ class ApiKeyAuthentication(BaseAuthentication):
 
 
 def keys_ended(ids: Collection[str]) -> set[str]:
-    """Which of the API keys `ids` a request could no longer use: disabled (revoked), expired
-    or deleted since (one query)."""
-    usable = APIKey.objects.filter(pk__in=list(ids), revoked=False).filter(
-        Q(expiry_date__isnull=True) | Q(expiry_date__gt=timezone.now())
-    )
+    """Which of the API keys `ids` a request could no longer use, as ApiKeyAuthentication
+    refuses them: disabled (revoked), expired (`has_expired`) or deleted since (one query)."""
+    usable = APIKey.objects.get_usable_keys().filter(pk__in=list(ids))
+    usable = usable.exclude(expiry_date__lt=timezone.now())  # NULL: never expires
     return set(ids) - set(usable.values_list("pk", flat=True))

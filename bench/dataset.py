@@ -82,6 +82,13 @@ INSERT INTO operators_nodeasset (id, node_id, token_id, strategy_address, core_s
 SELECT i + 1, i / 3 + 1, i / 24 * 3 + mod(i, 3) + 1, %(strategy)s[i / 24 * 3 + mod(i, 3) + 1],
     (i + 1) * 91e18, (i + 1) * 93e18
 FROM generate_series(0, 95) AS i;
+UPDATE lats_lattoken lt SET staked_amount = s.amount
+FROM (
+    SELECT n.lat_id, na.token_id, SUM(na.staked_amount) AS amount
+    FROM operators_nodeasset na JOIN operators_stakernode n ON n.id = na.node_id
+    GROUP BY n.lat_id, na.token_id
+) s
+WHERE s.lat_id = lt.lat_id AND s.token_id = lt.token_id;
 SELECT setval(pg_get_serial_sequence(t, 'id'), 100) FROM unnest(ARRAY['lats_token', 'lats_avs',
     'lats_lat', 'lats_lattoken', 'operators_stakernode', 'operators_nodeasset']) AS t
 """

@@ -289,6 +289,14 @@ class LatToken(models.Model):
     decimals = models.PositiveSmallIntegerField()
     balance = UintField(help_text="balanceAssets: unstaked amount the LAT holds.")
     queued_balance = UintField(help_text="balanceQueuedAssets: queued amount.")
+    staked_amount = UintField(
+        editable=False,
+        help_text=(
+            "What the LAT's staker nodes stake of the token: the sum of their assets' "
+            "staked_amount, kept in step by operators.services.store_lat_staked on every write "
+            "of a node or its assets (the LAT detail reads it with the LAT, without summing)."
+        ),
+    )
 
     class Meta:
         verbose_name = "LAT token"

@@ -150,7 +150,7 @@ RECORD_WIDTH = _LAT_WIDTH + 12  # and TokenLink's
 _BASE_APY = Token._meta.get_field("base_apy")
 
 
-def _uint(value: Decimal | str) -> Decimal:
+def uint_column(value: Decimal | str) -> Decimal:
     """A UintField's column as the ORM gives it: a Decimal (PostgreSQL's NUMERIC already is
     one; SQLite stores the digits as text)."""
     return value if type(value) is Decimal else Decimal(value)
@@ -179,9 +179,9 @@ def _record(row: tuple) -> LatRecord:
         base_asset,
         base_symbol,
         override,
-        None if unit_price is None else _uint(unit_price),
-        _uint(assets),
-        _uint(supply),
+        None if unit_price is None else uint_column(unit_price),
+        uint_column(assets),
+        uint_column(supply),
         json_column(apys),
         [],
     )
@@ -196,11 +196,11 @@ def _link(row: tuple) -> TokenLink:
         address,
         symbol,
         strategy,
-        _uint(threshold),
-        _uint(price),
+        uint_column(threshold),
+        uint_column(price),
         decimals,
-        _uint(balance),
-        _uint(queued),
+        uint_column(balance),
+        uint_column(queued),
         _BASE_APY.to_python(base_apy),
         ref_id,
     )

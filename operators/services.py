@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 
 from chain.gateway import Gateway, scan_ranges
 from chain.results import Block, LatState, NodeState
 from core.addresses import ZERO_ADDRESS, checksum
-from lats.models import Avs, Lat, Token
+from lats.models import Avs, Lat, LatToken, Token
 from operators.models import NodeAsset, Operator, OperatorAvsSplit, StakerNode
 
 
@@ -167,6 +169,37 @@ def _store_assets(
         NodeAsset.objects.filter(id__in=[a.id for a in have.values()]).delete()
         changed = True
     return changed
+
+
+def store_lat_staked(*, lat_id: int) -> None:
+    """Store on each of the LAT's token links what its nodes stake of the token
+    (LatToken.staked_amount: the sum of their assets' staked_amount, summed here in integers,
+    as uint256 values overflow SQLite's SUM). The links are locked first, so that two writers
+    of one LAT's nodes sum one after the other, the second seeing what the first committed."""
+    with transaction.atomic():
+        links = list(LatToken.objects.select_for_update().filter(lat_id=lat_id).order_by("pk"))
+        if not links:
+            return
+        totals: dict[int, int] = {}  # ints: a Decimal sum rounds to 28 digits
+        rows = NodeAsset.objects.filter(node__lat_id=lat_id)
+        for token_id, amount in rows.values_list("token_id", "staked_amount"):
+            totals[token_id] = totals.get(token_id, 0) + int(amount)
+        for link in links:
+            total = totals.get(link.token_id, 0)
+            if int(link.staked_amount) != total:
+                LatToken.objects.filter(pk=link.pk).update(staked_amount=total)
+
+
+def staked_changed(sender: Any, instance: Any, **_signal_kwargs: Any) -> None:
+    """Receiver of the writes that change what a LAT's nodes stake (a node's asset saved or
+    deleted, a node deleted, a token link added): its links' sums stored again."""
+    if isinstance(instance, NodeAsset):
+        lat_id = StakerNode.objects.filter(pk=instance.node_id).values_list("lat_id", flat=True)
+        lat_id = lat_id.first()  # None once the node is gone: its own deletion sums again
+    else:
+        lat_id = instance.lat_id
+    if lat_id is not None:
+        store_lat_staked(lat_id=lat_id)
 
 
 def _store_splits(*, lat: Lat, operators: dict[str, Operator], splits) -> int:

@@ -1,0 +1,109 @@
+"""LatToken.staked_amount: what a LAT's nodes stake of each token, kept in step with every write
+of the nodes and their assets (the LAT detail reads it instead of summing the assets)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from lats.models import LatToken
+from operators.models import NodeAsset
+from operators.services import store_lat_staked
+from tests import factories as f
+
+pytestmark = pytest.mark.django_db
+
+BIG = 2**200  # beyond 64 bits: SQLite's SUM would overflow, PostgreSQL's NUMERIC would not
+
+
+def stored(link: LatToken) -> int:
+    link.refresh_from_db()
+    return int(link.staked_amount)
+
+
+@pytest.fixture
+def lat():
+    """A LAT with two tokens and two nodes; another LAT's node holding the same token."""
+    lat = f.LatFactory()
+    eth, usd = f.TokenFactory(), f.TokenFactory()
+    links = [f.LatTokenFactory(lat=lat, token=eth), f.LatTokenFactory(lat=lat, token=usd)]
+    nodes = [f.StakerNodeFactory(lat=lat), f.StakerNodeFactory(lat=lat)]
+    other = f.StakerNodeFactory()
+    f.LatTokenFactory(lat=other.lat, token=eth)
+    return lat, links, nodes, other
+
+
+def asset(node, token, amount: int) -> NodeAsset:
+    return f.NodeAssetFactory(
+        node=node,
+        token=token,
+        strategy_address=f.address(0x777),
+        core_shares=amount,
+        staked_amount=amount,
+    )
+
+
+def test_sums_follow_assets_created_changed_and_deleted(lat):
+    lat, (eth, usd), (one, two), other = lat
+    first = asset(one, eth.token, BIG)
+    asset(two, eth.token, 3)
+    asset(one, usd.token, 7)
+    asset(other, eth.token, 1000)  # another LAT's node: not this LAT's stake
+    assert (stored(eth), stored(usd)) == (BIG + 3, 7)
+
+    first.staked_amount = 5
+    first.save()
+    assert stored(eth) == 5 + 3
+
+    first.delete()
+    assert (stored(eth), stored(usd)) == (3, 7)
+    assert stored(LatToken.objects.get(lat=other.lat)) == 1000
+
+
+def test_a_deleted_node_takes_its_assets_out_of_the_sums(lat):
+    lat, (eth, usd), (one, two), _ = lat
+    asset(one, eth.token, 10)
+    asset(two, eth.token, 20)
+    asset(two, usd.token, 30)
+    two.delete()  # its assets go with it (CASCADE)
+    assert (stored(eth), stored(usd)) == (10, 0)
+
+
+def test_a_queryset_delete_of_assets_is_summed_too(lat):
+    # The follower removes the assets a node no longer holds with a queryset delete.
+    lat, (eth, _), (one, two), _ = lat
+    asset(one, eth.token, 10)
+    gone = asset(two, eth.token, 20)
+    NodeAsset.objects.filter(id__in=[gone.id]).delete()
+    assert stored(eth) == 10
+
+
+def test_a_token_link_added_after_the_assets_starts_from_their_sum(lat):
+    lat, _, (one, two), _ = lat
+    token = f.TokenFactory()
+    asset(one, token, 4)
+    asset(two, token, 6)
+    link = f.LatTokenFactory(lat=lat, token=token)
+    assert stored(link) == 10
+
+
+def test_store_lat_staked_repairs_a_sum_written_around_the_orm(lat):
+    lat, (eth, _), (one, _), _ = lat
+    asset(one, eth.token, 10)
+    LatToken.objects.filter(pk=eth.pk).update(staked_amount=Decimal(99))  # no signal
+    store_lat_staked(lat_id=lat.id)
+    assert stored(eth) == 10
+
+
+def test_the_lat_detail_reads_the_kept_sums(api, lat):
+    lat, (eth, usd), (one, two), _ = lat
+    asset(one, eth.token, 2 * 10**18)
+    asset(two, eth.token, 3 * 10**18)
+    asset(two, usd.token, 10**6)
+    body = api.get(f"/lat/{lat.proxy_address}?withTvl=true").json()
+    # Nothing held by the LAT itself: the token amounts are the nodes' stakes in whole tokens.
+    assert body["tvl"]["tvlAssets"] == {
+        eth.token.symbol: 5.0,
+        usd.token.symbol: float(Decimal(10**6) / Decimal(10) ** usd.decimals),
+    }

@@ -12,7 +12,7 @@ from django.utils import timezone
 from chain.results import block_time
 from core.db import fetch_prepared
 from core.errors import NotFound
-from lats.models import Lat
+from lats.models import Lat, LatToken
 from lats.selectors import (
     RECORD_COLUMNS,
     RECORD_FROM,
@@ -36,7 +36,7 @@ from metrics.models import (
     UsdPrice,
 )
 from metrics.timeline import day_start
-from operators.models import NodeAsset, OperatorAvsSplit, StakerNode
+from operators.models import OperatorAvsSplit, StakerNode
 
 APY_WINDOWS = (
     "current",
@@ -134,15 +134,9 @@ def lat_history(
 
 
 def staked_amounts(*, lat_id: int) -> dict[int, Decimal]:
-    """token id -> amount staked in the LAT's nodes, token units.
-
-    Summed here, not with SUM(): uint256 values overflow SQLite's 64-bit SUM.
-    """
-    totals: dict[int, Decimal] = {}
-    rows = NodeAsset.objects.filter(node__lat_id=lat_id).values_list("token_id", "staked_amount")
-    for token_id, amount in rows:
-        totals[token_id] = totals.get(token_id, Decimal(0)) + Decimal(amount)
-    return totals
+    """token id -> amount staked in the LAT's nodes, token units (the sums the token links
+    keep: LatToken.staked_amount)."""
+    return dict(LatToken.objects.filter(lat_id=lat_id).values_list("token_id", "staked_amount"))
 
 
 @dataclass(frozen=True)
@@ -339,12 +333,13 @@ def rate_page(
 
 
 def staked_amounts_by_lat() -> dict[int, dict[int, Decimal]]:
-    """lat id -> token id -> amount its nodes stake, for every LAT (one query)."""
+    """lat id -> token id -> amount its nodes stake, for every LAT (one query: the sums the
+    token links keep)."""
     totals: dict[int, dict[int, Decimal]] = {}
-    rows = NodeAsset.objects.values_list("node__lat_id", "token_id", "staked_amount")
-    for lat_id, token_id, amount in rows:
-        by_token = totals.setdefault(lat_id, {})
-        by_token[token_id] = by_token.get(token_id, Decimal(0)) + Decimal(amount)
+    for lat_id, token_id, amount in LatToken.objects.values_list(
+        "lat_id", "token_id", "staked_amount"
+    ):
+        totals.setdefault(lat_id, {})[token_id] = amount
     return totals
 
 

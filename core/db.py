@@ -58,16 +58,34 @@ STALE_PLAN = "cached plan must not change result type"
 def _fetch_prepared(
     connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any] | dict[str, Any]
 ) -> list[tuple]:
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
     connection.validate_thread_sharing()
     if connection.connection.prepare_threshold is None:
         # Django turns psycopg's preparing off for the connection; only server-binding
         # cursors prepare at all, and this function's are the only ones the service opens.
         connection.connection.prepare_threshold = 0
-    # Django's wrapper, as connection.cursor() gives (its error wrapping).
-    with connection.make_cursor(PreparedCursor(connection.connection)) as cursor:
+    if connection.execute_wrappers:  # a fenced job's (core/leadership.py): through Django's
+        with connection.make_cursor(PreparedCursor(connection.connection)) as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+    # What Django's cursor wrapper does for a statement, without a wrapper and a cursor per
+    # call (a tenth of the LAT detail's statement, client side): its checks and its errors.
+    connection.validate_no_broken_transaction()
+    cursor = _prepared_cursor(connection)
+    with connection.wrap_database_errors:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def _prepared_cursor(connection: BaseDatabaseWrapper) -> PreparedCursor:
+    """The connection's own prepared-statement cursor, opened once per database session
+    (a reconnection opens another)."""
+    cursor: PreparedCursor | None = getattr(connection, "_lat_prepared_cursor", None)
+    if cursor is None or cursor.connection is not connection.connection or cursor.closed:
+        cursor = PreparedCursor(connection.connection)
+        connection._lat_prepared_cursor = cursor  # type: ignore[attr-defined]
+    return cursor
 
 
 class PreparedCursor(ServerBindingCursor):

@@ -24,19 +24,29 @@ OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME
 LINE_SEPARATOR, PARAGRAPH_SEPARATOR = "\u2028".encode(), "\u2029".encode()
 
 
+_DEFAULT = renderers.JSONRenderer.encoder_class().default  # DRF's encoder; stateless
+
+
+def _dumps(data: Any) -> bytes | None:
+    """`data` as compact JSON bytes, None where orjson refuses it."""
+    try:
+        body = orjson.dumps(data, default=_DEFAULT, option=OPTIONS)
+    except orjson.JSONEncodeError:
+        return None
+    if LINE_SEPARATOR in body or PARAGRAPH_SEPARATOR in body:  # as DRF: valid JavaScript
+        body = body.replace(LINE_SEPARATOR, b"\\u2028").replace(PARAGRAPH_SEPARATOR, b"\\u2029")
+    return body
+
+
 class JSONRenderer(renderers.JSONRenderer):
     def render(self, data: Any, accepted_media_type=None, renderer_context=None) -> bytes:
         if data is None:
             return b""
-        if not self._plain(accepted_media_type, renderer_context):
-            return super().render(data, accepted_media_type, renderer_context)
-        try:
-            body = orjson.dumps(data, default=self.encoder_class().default, option=OPTIONS)
-        except orjson.JSONEncodeError:
-            return super().render(data, accepted_media_type, renderer_context)
-        if LINE_SEPARATOR in body or PARAGRAPH_SEPARATOR in body:  # as DRF: valid JavaScript
-            body = body.replace(LINE_SEPARATOR, b"\\u2028").replace(PARAGRAPH_SEPARATOR, b"\\u2029")
-        return body
+        if self._plain(accepted_media_type, renderer_context):
+            body = _dumps(data)
+            if body is not None:
+                return body
+        return super().render(data, accepted_media_type, renderer_context)
 
     def _plain(self, accepted_media_type, renderer_context) -> bool:
         """Whether DRF would render compact UTF-8 without indentation here."""
@@ -45,6 +55,11 @@ class JSONRenderer(renderers.JSONRenderer):
         return self.get_indent(accepted_media_type or "", renderer_context or {}) is None
 
 
+# DRF's renderer settings, read once as DRF's own class reads them (its class attributes).
+_PLAIN = JSONRenderer.ensure_ascii is False and JSONRenderer.compact
+
+
 def render(data: Any) -> bytes:
-    """`data` as the API's JSON bytes."""
-    return JSONRenderer().render(data)
+    """`data` as the API's JSON bytes (no media type or view asks for an indentation here)."""
+    body = _dumps(data) if _PLAIN and data is not None else None
+    return JSONRenderer().render(data) if body is None else body

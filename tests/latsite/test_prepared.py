@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from django.db import connection
+from django.db import ProgrammingError, connection
 from django.test.utils import CaptureQueriesContext
 
 from core.db import fetch_prepared
@@ -51,6 +51,38 @@ def test_the_setting_turns_preparing_off(dataset, settings):
     eth = dataset.eth_lat
     assert fetch_prepared(LAT, [eth.proxy_address]) == [(eth.proxy_address, eth.symbol)]
     assert prepared_statements() == []
+
+
+@pytest.mark.django_db(transaction=True)  # the session ends: no test transaction around it
+def test_a_new_session_prepares_again_and_errors_are_djangos(dataset):
+    # The statement runs on a cursor of the session's own: a closed connection's is not used.
+    eth = dataset.eth_lat
+    assert fetch_prepared(LAT, [eth.proxy_address]) == [(eth.proxy_address, eth.symbol)]
+    first = connection.connection
+    connection.connection.close()  # the session ends under Django (a restarted server)
+    with pytest.raises(Exception) as ended:
+        fetch_prepared(LAT, [eth.proxy_address])
+    assert type(ended.value).__module__.startswith("django.db")
+    connection.close()
+    assert fetch_prepared(LAT, [eth.proxy_address]) == [(eth.proxy_address, eth.symbol)]
+    assert connection.connection is not first
+    assert [runs for _, runs in prepared_statements()] == [1]
+    with pytest.raises(ProgrammingError):  # Django's, as the cursor wrapper would raise
+        fetch_prepared("SELECT no_such_column FROM lats_lat WHERE proxy_address = %s", ["x"])
+
+
+def test_an_execute_wrapper_sees_the_statement(dataset):
+    # A fenced job's wrapper (core/leadership.py) runs around every statement, these too.
+    seen = []
+
+    def wrapper(execute, sql, params, many, context):
+        seen.append((sql, tuple(params)))
+        return execute(sql, params, many, context)
+
+    eth = dataset.eth_lat
+    with connection.execute_wrapper(wrapper):
+        assert fetch_prepared(LAT, [eth.proxy_address]) == [(eth.proxy_address, eth.symbol)]
+    assert seen == [(LAT, (eth.proxy_address,))]
 
 
 def test_the_lat_endpoints_read_through_prepared_statements(api, dataset, settings):

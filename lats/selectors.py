@@ -201,7 +201,7 @@ def _link(row: tuple) -> TokenLink:
         decimals,
         uint_column(balance),
         uint_column(queued),
-        _BASE_APY.to_python(base_apy),
+        base_apy if type(base_apy) is Decimal else _BASE_APY.to_python(base_apy),
         ref_id,
     )
 

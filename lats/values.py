@@ -3,8 +3,9 @@ exchange rate (and the contracts' own integer rounding of it) and token amounts 
 
 from __future__ import annotations
 
+import functools
 from decimal import Decimal
-from typing import Protocol
+from typing import Protocol, overload
 
 from core.addresses import is_beacon_chain_eth
 
@@ -65,9 +66,15 @@ def unit_eth_price(lat: Valued) -> Decimal | None:
     return None if lat.unit_eth_price is None else Decimal(lat.unit_eth_price)
 
 
+@functools.cache
+def whole_token(decimals: int) -> Decimal:
+    """10 ** decimals: one whole token in its smallest units (exact; made once per decimals)."""
+    return Decimal(10) ** decimals
+
+
 def to_unit(token: Priced, amount: Decimal) -> Decimal:
     """Token units -> the unit of account (whole), through pricePerUnit."""
-    return amount * Decimal(token.price_per_unit) / (Decimal(10) ** token.decimals) / WAD_DECIMAL
+    return amount * Decimal(token.price_per_unit) / whole_token(token.decimals) / WAD_DECIMAL
 
 
 def to_eth(lat: Valued, token: Priced, amount: Decimal) -> Decimal | None:
@@ -76,6 +83,10 @@ def to_eth(lat: Valued, token: Priced, amount: Decimal) -> Decimal | None:
     return eth_at(unit_eth_price(lat), token, amount)
 
 
+@overload
+def eth_at(price: Decimal, token: Priced, amount: Decimal) -> Decimal: ...
+@overload
+def eth_at(price: Decimal | None, token: Priced, amount: Decimal) -> Decimal | None: ...
 def eth_at(price: Decimal | None, token: Priced, amount: Decimal) -> Decimal | None:
     """`to_eth` at the unit's ETH price read already (`unit_eth_price`), for many amounts of
     one LAT."""

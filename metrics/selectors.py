@@ -24,7 +24,7 @@ from lats.selectors import (
     records_from_rows,
     uint_column,
 )
-from lats.values import eth_at, unit_eth_price
+from lats.values import eth_at, unit_eth_price, whole_token
 from metrics.apy import DEFAULT_SPLIT_BIPS, Splits
 from metrics.days import paying_days
 from metrics.models import (
@@ -152,6 +152,9 @@ class Tvl:
     tvl_assets_eth: dict[str, Decimal | None] = field(default_factory=dict)
 
 
+_ZERO = Decimal(0)
+
+
 def lat_tvl(
     *, lat: Lat | LatRecord, links: list[TokenLink], staked: dict[int, Decimal] | None = None
 ) -> Tvl:
@@ -163,18 +166,18 @@ def lat_tvl(
     assets: dict[str, Decimal] = {}
     assets_eth: dict[str, Decimal | None] = {}
     price = unit_eth_price(lat)  # read once for every amount below (to_eth's)
-    price_known = price is not None
     for link in links:
         symbol = link.symbol
-        staked_amount = staked.get(link.token_id, Decimal(0))
-        total = Decimal(link.balance) + Decimal(link.queued_balance) + staked_amount
-        assets[symbol] = total / (Decimal(10) ** link.decimals)
+        balance, queued = Decimal(link.balance), Decimal(link.queued_balance)
+        staked_amount = staked.get(link.token_id, _ZERO)
+        total = balance + queued + staked_amount
+        assets[symbol] = total / whole_token(link.decimals)
         assets_eth[symbol] = eth_at(price, link, total)
-        if price_known:
-            unstaked_eth += eth_at(price, link, Decimal(link.balance)) or Decimal(0)
-            queued_eth += eth_at(price, link, Decimal(link.queued_balance)) or Decimal(0)
-            staked_eth += eth_at(price, link, staked_amount) or Decimal(0)
-    if not price_known:
+        if price is not None:
+            unstaked_eth += eth_at(price, link, balance)
+            queued_eth += eth_at(price, link, queued)
+            staked_eth += eth_at(price, link, staked_amount)
+    if price is None:
         return Tvl(None, None, None, None, tvl_assets=assets, tvl_assets_eth=assets_eth)
     return Tvl(
         tvl=unstaked_eth + staked_eth + queued_eth,

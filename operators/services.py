@@ -193,9 +193,11 @@ def store_lat_staked(*, lat_id: int) -> None:
 def staked_changed(sender: Any, instance: Any, **_signal_kwargs: Any) -> None:
     """Receiver of the writes that change what a LAT's nodes stake (a node's asset saved or
     deleted, a node deleted, a token link added): its links' sums stored again."""
+    lat_id: int | None
     if isinstance(instance, NodeAsset):
-        lat_id = StakerNode.objects.filter(pk=instance.node_id).values_list("lat_id", flat=True)
-        lat_id = lat_id.first()  # None once the node is gone: its own deletion sums again
+        node = StakerNode.objects.filter(pk=instance.node_id)
+        lat_id = node.values_list("lat_id", flat=True).first()  # None once the node is gone:
+        # its own deletion sums again
     else:
         lat_id = instance.lat_id
     if lat_id is not None:

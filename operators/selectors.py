@@ -103,7 +103,8 @@ def nodes_tvl(nodes: list[StakerNode], *, pricing: Pricing | None = None) -> Ope
 
 
 def aggregate_allocations(nodes: list[StakerNode]) -> list[dict]:
-    """Per asset, the sum over the nodes of staked amount and shares."""
+    """Per asset, the sum over the nodes of staked amount and shares (integers: a Decimal sum
+    rounds to 28 digits)."""
     totals: dict[str, dict] = {}
     for node in nodes:
         for asset in node.assets.all():
@@ -112,12 +113,12 @@ def aggregate_allocations(nodes: list[StakerNode]) -> list[dict]:
                 {
                     "asset": asset.token.address,
                     "strategy": asset.strategy_address,
-                    "stakedAmount": Decimal(0),
-                    "coreShares": Decimal(0),
+                    "stakedAmount": 0,
+                    "coreShares": 0,
                 },
             )
-            row["stakedAmount"] += Decimal(asset.staked_amount)
-            row["coreShares"] += Decimal(asset.core_shares)
+            row["stakedAmount"] += int(asset.staked_amount)
+            row["coreShares"] += int(asset.core_shares)
     return [totals[key] for key in sorted(totals)]
 
 

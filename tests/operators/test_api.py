@@ -146,6 +146,22 @@ def test_lat_operators_sums_nodes_of_one_operator(api, dataset):
     ]
 
 
+def test_lat_operators_sums_amounts_beyond_28_digits_exactly(api, dataset):
+    # A token of a large supply: 10**33 units is 34 digits, which a Decimal sum would round.
+    for node_id, amount in ((7, 10**33 + 1), (8, 2)):
+        node = f.StakerNodeFactory(lat=dataset.eth_lat, node_id=node_id, operator=dataset.op2)
+        f.NodeAssetFactory(
+            node=node,
+            token=dataset.usdx,
+            strategy_address=A(0x5002),
+            staked_amount=amount,
+            core_shares=amount + 1,
+        )
+    data = api.get(f"/lat/{A(0x1001)}/operators").json()["data"]
+    (usdx,) = [a for a in data[1]["allocations"] if a["strategy"] == A(0x5002)]
+    assert (usdx["stakedAmount"], usdx["coreShares"]) == (str(10**33 + 3), str(10**33 + 5))
+
+
 def test_staker_nodes(api, dataset):
     response = api.get(f"/lat/{A(0x1001)}/staker-nodes")
     assert response.status_code == 200

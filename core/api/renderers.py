@@ -55,8 +55,9 @@ class JSONRenderer(renderers.JSONRenderer):
         return self.get_indent(accepted_media_type or "", renderer_context or {}) is None
 
 
-# DRF's renderer settings, read once as DRF's own class reads them (its class attributes).
-_PLAIN = JSONRenderer.ensure_ascii is False and JSONRenderer.compact
+# Whether the renderer is plain with no media type or view asking otherwise: DRF's settings,
+# read once as DRF's own class reads them (its class attributes).
+_PLAIN = JSONRenderer()._plain(None, None)
 
 
 def render(data: Any) -> bytes:

@@ -40,7 +40,6 @@ def chain_name(chain_id: int) -> str:
 
 def pools(url_template: str) -> dict:
     records = lat_records()
-    staked = metrics.staked_amounts_by_lat()
     usd = metrics.usd_prices()
     today = timezone.now().date()
     tokens = metrics.reward_tokens(
@@ -53,7 +52,7 @@ def pools(url_template: str) -> dict:
     )
     data, omitted = [], []
     for record in records:
-        tvl = metrics.lat_tvl(lat=record, links=record.tokens, staked=staked.get(record.id, {}))
+        tvl = metrics.lat_tvl(lat=record, links=record.tokens)
         price = usd.get(record.chain_id)
         if price is None or tvl.tvl is None:
             why = _unknown(record, price)

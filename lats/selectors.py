@@ -66,6 +66,7 @@ class TokenLink:
     queued_balance: Decimal
     base_apy: Decimal
     ref_id: int
+    staked_amount: Decimal  # what the LAT's nodes stake of it (LatToken.staked_amount)
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ _LINK_COLUMNS = (
     "queued_balance",
     "token__base_apy",
     "token__ref_id",
+    "staked_amount",
 )
 
 
@@ -138,7 +140,8 @@ RECORD_COLUMNS = """
     l.chain_id, l.max_nodes, l.contract_deployments, l.base_asset, l.base_asset_symbol,
     l.group_override, l.unit_eth_price, l.total_assets, l.total_supply, l.apys,
     lt.lat_id, lt.token_id, t.address, t.symbol, lt.strategy_address, lt.volatility_threshold,
-    lt.price_per_unit, lt.decimals, lt.balance, lt.queued_balance, t.base_apy, t.ref_id"""
+    lt.price_per_unit, lt.decimals, lt.balance, lt.queued_balance, t.base_apy, t.ref_id,
+    lt.staked_amount"""
 RECORD_FROM = f"""
     {Lat._meta.db_table} l
     JOIN {Avs._meta.db_table} a ON a.id = l.avs_id
@@ -146,7 +149,7 @@ RECORD_FROM = f"""
     LEFT JOIN {Token._meta.db_table} t ON t.id = lt.token_id"""
 RECORD_ORDER = "l.chain_id, l.proxy_address, t.address"
 _LAT_WIDTH = 17  # LatRecord's fields but its tokens
-RECORD_WIDTH = _LAT_WIDTH + 12  # and TokenLink's
+RECORD_WIDTH = _LAT_WIDTH + 13  # and TokenLink's
 _BASE_APY = Token._meta.get_field("base_apy")
 
 
@@ -189,7 +192,7 @@ def _record(row: tuple) -> LatRecord:
 
 def _link(row: tuple) -> TokenLink:
     (lat_id, token_id, address, symbol, strategy, threshold, price, decimals) = row[17:25]
-    (balance, queued, base_apy, ref_id) = row[25:RECORD_WIDTH]
+    (balance, queued, base_apy, ref_id, staked) = row[25:RECORD_WIDTH]
     return TokenLink(
         lat_id,
         token_id,
@@ -203,6 +206,7 @@ def _link(row: tuple) -> TokenLink:
         uint_column(queued),
         base_apy if type(base_apy) is Decimal else _BASE_APY.to_python(base_apy),
         ref_id,
+        uint_column(staked),
     )
 
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from chain.results import block_time
 from core.db import fetch_prepared
 from core.errors import NotFound
-from lats.models import Lat, LatToken
+from lats.models import Lat
 from lats.selectors import (
     RECORD_COLUMNS,
     RECORD_FROM,
@@ -22,7 +22,6 @@ from lats.selectors import (
     TokenLink,
     json_column,
     records_from_rows,
-    uint_column,
 )
 from lats.values import eth_at, unit_eth_price, whole_token
 from metrics.apy import DEFAULT_SPLIT_BIPS, Splits
@@ -133,12 +132,6 @@ def lat_history(
 # --- TVL and APYs ---------------------------------------------------------------------------
 
 
-def staked_amounts(*, lat_id: int) -> dict[int, Decimal]:
-    """token id -> amount staked in the LAT's nodes, token units (the sums the token links
-    keep: LatToken.staked_amount)."""
-    return dict(LatToken.objects.filter(lat_id=lat_id).values_list("token_id", "staked_amount"))
-
-
 @dataclass(frozen=True)
 class Tvl:
     """Values in ETH are None while the unit of account's ETH price is unknown (a token with
@@ -152,16 +145,9 @@ class Tvl:
     tvl_assets_eth: dict[str, Decimal | None] = field(default_factory=dict)
 
 
-_ZERO = Decimal(0)
-
-
-def lat_tvl(
-    *, lat: Lat | LatRecord, links: list[TokenLink], staked: dict[int, Decimal] | None = None
-) -> Tvl:
-    """TVL from stored balances and node shares (decisions.md, Values); `staked` as
-    `staked_amounts` gives it, read here when not given."""
-    if staked is None:
-        staked = staked_amounts(lat_id=lat.id)
+def lat_tvl(*, lat: Lat | LatRecord, links: list[TokenLink]) -> Tvl:
+    """TVL from stored balances and node shares (decisions.md, Values): each link's balances
+    and what the LAT's nodes stake of its token (the sum the link keeps)."""
     unstaked_eth = staked_eth = queued_eth = Decimal(0)
     assets: dict[str, Decimal] = {}
     assets_eth: dict[str, Decimal | None] = {}
@@ -169,7 +155,7 @@ def lat_tvl(
     for link in links:
         symbol = link.symbol
         balance, queued = Decimal(link.balance), Decimal(link.queued_balance)
-        staked_amount = staked.get(link.token_id, _ZERO)
+        staked_amount = link.staked_amount
         total = balance + queued + staked_amount
         assets[symbol] = total / whole_token(link.decimals)
         assets_eth[symbol] = eth_at(price, link, total)
@@ -233,12 +219,11 @@ CURATED_FIELDS = (
     "metadataTokenAddress",
     "tags",
 )
-# The LAT record's columns, then per token the amount its nodes stake (LatToken.staked_amount,
-# the sum of their assets' that the writers keep: summing them here cost the statement a third
-# of its time), then the AVS's curated metadata (CURATED_FIELDS' order).
+# The LAT record's columns (with what its nodes stake of each token: the sums the links keep,
+# where summing the nodes' assets here cost the statement a third of its time), then the AVS's
+# curated metadata (CURATED_FIELDS' order).
 _DETAIL_SQL = f"""
 SELECT {RECORD_COLUMNS},
-    lt.staked_amount,
     a.metadata_name, a.metadata_description, a.metadata_community_chat, a.metadata_logo,
     a.metadata_messaging, a.metadata_website, a.metadata_social, a.metadata_code,
     a.metadata_token_address, a.tags
@@ -250,8 +235,7 @@ ORDER BY {RECORD_ORDER}
 
 @dataclass(frozen=True)
 class LatDetail:
-    record: LatRecord
-    staked: dict[int, Decimal]  # token id -> amount staked in the LAT's nodes (its tokens')
+    record: LatRecord  # its tokens with what the LAT's nodes stake of each
     curated_metadata: dict  # the `curatedMetadata` member of the LAT detail
 
 
@@ -262,17 +246,10 @@ def lat_detail(*, address: str) -> LatDetail:
     if not rows:
         raise NotFound(f"No LAT at {address}.")
     ((record, own),) = records_from_rows(rows)
-    first = own[0]
-    curated = dict(zip(CURATED_FIELDS, first[RECORD_WIDTH + 1 :], strict=True))
+    curated = dict(zip(CURATED_FIELDS, own[0][RECORD_WIDTH:], strict=True))
     curated["tags"] = json_column(curated["tags"])
-    tokens = own if record.tokens else []  # one row per token, or one for the LAT alone
-    staked = {
-        link.token_id: uint_column(row[RECORD_WIDTH])
-        for link, row in zip(record.tokens, tokens, strict=True)
-    }
     return LatDetail(
         record=record,
-        staked=staked,
         curated_metadata={"avsAddress": record.avs_address, **curated},
     )
 
@@ -333,17 +310,6 @@ def rate_page(
 
 
 # --- what the yields listing reads -----------------------------------------------------------
-
-
-def staked_amounts_by_lat() -> dict[int, dict[int, Decimal]]:
-    """lat id -> token id -> amount its nodes stake, for every LAT (one query: the sums the
-    token links keep)."""
-    totals: dict[int, dict[int, Decimal]] = {}
-    for lat_id, token_id, amount in LatToken.objects.values_list(
-        "lat_id", "token_id", "staked_amount"
-    ):
-        totals.setdefault(lat_id, {})[token_id] = amount
-    return totals
 
 
 def reward_tokens(*, avs_ids: set[int], first: date, last: date) -> dict[int, list[str]]:

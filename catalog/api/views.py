@@ -71,9 +71,7 @@ class LatDetailView(ConditionalReadMixin, APIView):
             document = selectors.lat_document(record)
             document["assets"] = selectors.asset_documents(record)
             if with_tvl:
-                tvl = metrics_selectors.lat_tvl(
-                    lat=record, links=record.tokens, staked=detail.staked
-                )
+                tvl = metrics_selectors.lat_tvl(lat=record, links=record.tokens)
                 document["tvl"] = metrics_selectors.tvl_document(tvl)
             if with_rewards:
                 document["apys"] = metrics_selectors.lat_apys(lat=record)

@@ -22,7 +22,6 @@ def test_a_lat_without_tokens():
     f.LatFactory(proxy_address=A(0x1101), avs=avs)
     detail = selectors.lat_detail(address=A(0x1101))
     assert detail.record.tokens == []
-    assert detail.staked == {}
     assert detail.curated_metadata["avsAddress"] == A(0xA1)
     assert detail.curated_metadata["metadataName"] == "An AVS"
     assert detail.curated_metadata["metadataWebsite"] is None
@@ -48,8 +47,9 @@ def test_tokens_in_address_order_with_exact_amounts_and_their_nodes_stakes_summe
     assert (first.decimals, first.balance, first.queued_balance) == (8, Decimal(0), Decimal(0))
     assert (second.balance, second.queued_balance) == (Decimal(BIG), Decimal(5))
     assert second.price_per_unit == Decimal(BIG)
-    assert detail.staked == {earlier.id: Decimal(0), later.id: Decimal(BIG + 3)}
-    assert str(int(detail.staked[later.id])) == str(BIG + 3)
+    staked = {link.token_id: link.staked_amount for link in record.tokens}
+    assert staked == {earlier.id: Decimal(0), later.id: Decimal(BIG + 3)}
+    assert str(int(staked[later.id])) == str(BIG + 3)
 
 
 def test_an_unknown_address():

@@ -68,9 +68,9 @@ SELECT i + 1, 1, %(lat)s[i + 1], %(impl)s[i + 1], 'Liquid ' || symbol, symbol,
 FROM generate_series(0, 3) AS i, LATERAL (SELECT (ARRAY['lEDA', 'lLGR', 'lEORA', 'lARPA'])[i + 1]
     AS symbol) AS s;
 INSERT INTO lats_lattoken (id, lat_id, token_id, strategy_address, volatility_threshold,
-    price_per_unit, decimals, balance, queued_balance)
+    price_per_unit, decimals, balance, queued_balance, staked_amount)
 SELECT i + 1, i / 3 + 1, i + 1, %(strategy)s[i + 1], 5e16, 1e18 + i * 1e16,
-    18 - 10 * (mod(i, 3) / 2), (i + 3) * 37e18, (i + 1) * 5e18
+    18 - 10 * (mod(i, 3) / 2), (i + 3) * 37e18, (i + 1) * 5e18, 0
 FROM generate_series(0, 11) AS i;
 INSERT INTO operators_stakernode (id, lat_id, address, node_id, created_at_block, created_at,
     updated_at_block, updated_at)

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
+import orjson
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, HttpResponseNotModified
 from django.utils.http import parse_etags
@@ -170,7 +171,8 @@ class ConditionalReadMixin:
         limit's round trip (no rendering, no database on a hit); `build` makes its data on a
         miss, rendered once as every JSON answer is. `build` parses the request's parameters
         itself (a hit needs none of them): where they name no document (`document_name` is
-        None: invalid ones), it is called at once, to refuse them."""
+        None: invalid ones), it is called at once, to refuse them. A request whose Accept asks
+        for another form (an indentation) gets the stored document rendered for it."""
         name = self._named(request)
         if name is None:
             return Response(build())
@@ -180,6 +182,8 @@ class ConditionalReadMixin:
             return renderers.render(build())
 
         body = cached_document(_stored(name), rendered, read=functools.partial(prefetched, request))
+        if not renderers.renders_plain(request.accepted_renderer, request.accepted_media_type):
+            return Response(orjson.loads(body))  # rendered as the request asks (an indentation)
         return HttpResponse(body, content_type=renderers.JSONRenderer.media_type)
 
     def etag_extra(self, request) -> str:

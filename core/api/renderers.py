@@ -60,6 +60,16 @@ class JSONRenderer(renderers.JSONRenderer):
 _PLAIN = JSONRenderer()._plain(None, None)
 
 
+def renders_plain(renderer: Any, media_type: str | None) -> bool:
+    """Whether `renderer`, negotiated for a request with `media_type`, gives what `render` does:
+    not where the media type asks for an indentation (`application/json; indent=4`)."""
+    if type(renderer) is not JSONRenderer:
+        return False
+    if not media_type or ";" not in media_type:
+        return _PLAIN
+    return renderer._plain(media_type, None)
+
+
 def render(data: Any) -> bytes:
     """`data` as the API's JSON bytes (no media type or view asks for an indentation here)."""
     body = _dumps(data) if _PLAIN and data is not None else None

@@ -98,6 +98,23 @@ def test_the_api_answers_with_it(api):
         response = api.get(path)
         assert response.status_code == 200, response.content
         assert response.content == DrfRenderer().render(json.loads(response.content))
-    # A listing rendered for its request (stored documents are rendered once, compact).
+    # A listing rendered for its request.
     response = api.get("/metrics/deposits", HTTP_ACCEPT="application/json; indent=2")
     assert response.content == json.dumps(json.loads(response.content), indent=2).encode()
+
+
+def test_a_stored_document_is_indented_where_asked(api):
+    """A stored document (stored compact) answers an Accept asking for an indentation with
+    that indentation, when it is built and when it is found; compact otherwise."""
+    lat = f.LatFactory()
+    path = f"/lat/{lat.proxy_address}?withTvl=true"
+    indented = api.get(path, HTTP_ACCEPT="application/json; indent=4")  # built (a miss)
+    compact = api.get(path)  # found
+    again = api.get(path, HTTP_ACCEPT="application/json; indent=4")  # found
+    assert indented.status_code == compact.status_code == again.status_code == 200
+    data = json.loads(compact.content)
+    assert data["proxyAddress"] == lat.proxy_address
+    assert compact.content == json.dumps(data, separators=(",", ":")).encode()
+    assert indented.content == again.content == json.dumps(data, indent=4).encode()
+    assert indented["ETag"] == compact["ETag"] == again["ETag"]  # weak: the same data
+    assert api.get(path, HTTP_ACCEPT="application/json").content == compact.content

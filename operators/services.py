@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,8 +93,14 @@ def nodes_store(*, lat: Lat, reading: NodesReading, block: Block) -> int:
     """Upsert the LAT's nodes, their assets and operators; returns how many rows changed.
     Call inside a transaction.
 
-    A node's `updated_at_block` moves only when its delegation or holdings change.
+    A node's `updated_at_block` moves only when its delegation or holdings change. What the
+    LAT's nodes stake of each token is summed once, after all its writes.
     """
+    with staked_summed_once():
+        return _nodes_store(lat=lat, reading=reading, block=block)
+
+
+def _nodes_store(*, lat: Lat, reading: NodesReading, block: Block) -> int:
     changed = 0
     operators: dict[str, Operator] = {}
     for address in sorted({n.operator for n in reading.nodes if n.operator != ZERO_ADDRESS}):
@@ -190,17 +198,49 @@ def store_lat_staked(*, lat_id: int) -> None:
                 LatToken.objects.filter(pk=link.pk).update(staked_amount=total)
 
 
+# The LATs whose sums wait for the end of a staked_summed_once block (None: none is open).
+_unsummed: ContextVar[set[int] | None] = ContextVar("unsummed_lats", default=None)
+
+
+@contextmanager
+def staked_summed_once() -> Iterator[None]:
+    """Within it, the writes that change what a LAT's nodes stake note the LAT instead of
+    summing its stakes each; when it ends (without an error), each noted LAT is summed once.
+    Use inside the writes' transaction: the sums commit with them."""
+    if _unsummed.get() is not None:  # an enclosing one sums
+        yield
+        return
+    noted: set[int] = set()
+    token = _unsummed.set(noted)
+    try:
+        yield
+    finally:
+        _unsummed.reset(token)
+    for lat_id in sorted(noted):
+        store_lat_staked(lat_id=lat_id)
+
+
+_ASSET_NODE = NodeAsset._meta.get_field("node")
+
+
 def staked_changed(sender: Any, instance: Any, **_signal_kwargs: Any) -> None:
     """Receiver of the writes that change what a LAT's nodes stake (a node's asset saved or
     deleted, a node deleted, a token link added): its links' sums stored again."""
     lat_id: int | None
-    if isinstance(instance, NodeAsset):
+    if not isinstance(instance, NodeAsset):
+        lat_id = instance.lat_id
+    elif _ASSET_NODE.is_cached(instance):
+        lat_id = instance.node.lat_id
+    else:
         node = StakerNode.objects.filter(pk=instance.node_id)
         lat_id = node.values_list("lat_id", flat=True).first()  # None once the node is gone:
         # its own deletion sums again
+    if lat_id is None:
+        return
+    noted = _unsummed.get()
+    if noted is not None:
+        noted.add(lat_id)
     else:
-        lat_id = instance.lat_id
-    if lat_id is not None:
         store_lat_staked(lat_id=lat_id)
 
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
+from chain.results import Block, NodeAssetState, NodeState
+from core.addresses import ZERO_ADDRESS
 from lats.models import LatToken
 from operators.models import NodeAsset
-from operators.services import store_lat_staked
+from operators.services import NodesReading, nodes_store, store_lat_staked
 from tests import factories as f
 
 pytestmark = pytest.mark.django_db
@@ -107,3 +111,45 @@ def test_the_lat_detail_reads_the_kept_sums(api, lat):
         eth.token.symbol: 5.0,
         usd.token.symbol: float(Decimal(10**6) / Decimal(10) ** usd.decimals),
     }
+
+
+def test_a_nodes_refresh_sums_each_lat_once(lat):
+    """nodes_store (the follower's refresh of a LAT's nodes) creates, changes and removes
+    several assets; the sums are right after it, made once for the LAT, not once per write."""
+    lat, (eth, usd), (one, two), other = lat
+    asset(one, eth.token, 10)
+    asset(one, usd.token, 20)
+    asset(two, eth.token, 30)
+    asset(other, eth.token, 1000)
+    strategy = f.address(0x777)
+    reading = NodesReading(
+        nodes=[
+            NodeState(
+                one.address,
+                one.node_id,
+                ZERO_ADDRESS,
+                (  # eth changed, usd gone
+                    NodeAssetState(eth.token.address, strategy, 11, BIG),
+                ),
+            ),
+            NodeState(
+                two.address,
+                two.node_id,
+                ZERO_ADDRESS,
+                (  # eth changed, usd added
+                    NodeAssetState(eth.token.address, strategy, 31, 32),
+                    NodeAssetState(usd.token.address, strategy, 41, 42),
+                ),
+            ),
+        ],
+        splits={},
+        created={},
+    )
+    block = Block(number=123, hash="0x" + "ab" * 32, timestamp=1_760_000_000)
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        nodes_store(lat=lat, reading=reading, block=block)
+    assert (stored(eth), stored(usd)) == (BIG + 32, 42)
+    assert stored(LatToken.objects.get(lat=other.lat)) == 1000
+    locks = [q["sql"] for q in queries if "FOR UPDATE" in q["sql"]]
+    assert len(locks) == 1
+    assert LatToken._meta.db_table in locks[0]

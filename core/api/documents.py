@@ -1,14 +1,14 @@
 """A cache of the hot read documents, invalidated whenever the data behind them changes.
 
 Every write to the models the LAT documents are built from bumps a generation token (at once,
-and again when the transaction commits, so that a reader racing the commit cannot pin old data
-under the new token). A cached document is served only while its token is the current one and
-for at most DOCUMENT_CACHE_SECONDS after it was built (checked on read as well as by the cache's
-own expiry, so a late write cannot stretch it); that bound is also what a cache without shared
-invalidation (local memory, one per process) can serve. With Redis the token and the documents
-are shared by every process, and a hit costs one round trip (MGET of the token and the
-document; of the token alone where the process holds a copy of the entry read or stored
-before, which it answers while the token is still the entry's: `_held`).
+and again when the transaction commits, once for all its writes, so that a reader racing the
+commit cannot pin old data under the new token). A cached document is served only while its
+token is the current one and for at most DOCUMENT_CACHE_SECONDS after it was built (checked on
+read as well as by the cache's own expiry, so a late write cannot stretch it); that bound is
+also what a cache without shared invalidation (local memory, one per process) can serve. With
+Redis the token and the documents are shared by every process, and a hit costs one round trip
+(MGET of the token and the document; of the token alone where the process holds a copy of the
+entry read or stored before, which it answers while the token is still the entry's: `_held`).
 
 Redis is optional here (core/redisguard.py): while it cannot be reached, documents are built
 from the database. An invalidation that could not reach Redis is remembered by the process and
@@ -168,11 +168,21 @@ def _local_document(key: str, build: Callable[[], Any], seconds: int) -> Any:
 
 
 def documents_changed(**_signal_kwargs: Any) -> None:
-    """Invalidate every cached document (also a signal receiver for model writes)."""
+    """Invalidate every cached document (also a signal receiver for model writes): now, and
+    again once the transaction commits (once per transaction, however many rows it writes)."""
     _bump_local()
-    transaction.on_commit(_bump_local)
     _bump()
-    transaction.on_commit(_bump)
+    current = transaction.get_connection()
+    if not current.in_atomic_block:
+        return
+    # Django drops a callback whose savepoint rolls back: a later write then registers anew.
+    if not any(entry[1] is _bump_committed for entry in current.run_on_commit):
+        transaction.on_commit(_bump_committed)
+
+
+def _bump_committed() -> None:
+    _bump_local()
+    _bump()
 
 
 # What a view read of the cache ahead for this request: (True, the value or None) for a key it

@@ -6,11 +6,12 @@ import contextlib
 
 import pytest
 from django.core.cache import cache
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django_redis import get_redis_connection
 
 from core import telemetry
+from core.api import documents
 from core.api.documents import _keys, document_keys
 from lats.avs_metadata import avs_apply_metadata
 from metrics.services import snapshot_record
@@ -133,3 +134,28 @@ def test_entries_expire_within_document_cache_seconds(api, dataset, settings):
     _, document_key = _keys("json:lat-list:False")
     ttl = get_redis_connection("default").ttl(cache.make_key(document_key))
     assert 0 < ttl <= 7
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transaction_invalidates_once_more_when_it_commits(api, dataset, monkeypatch):
+    """Each write invalidates at once; the commit once more, however many rows the transaction
+    wrote, and also when a savepoint with the first of them rolled back."""
+    sets = []
+    real = documents._set_generation
+    monkeypatch.setattr(documents, "_set_generation", lambda key: sets.append(key) or real(key))
+    link, path = dataset.eth_steth, f"/lat/{A(0x1001)}"
+    with transaction.atomic():
+        with contextlib.suppress(RuntimeError), transaction.atomic():
+            link.price_per_unit = 3 * 10**18
+            link.save()
+            raise RuntimeError("the savepoint rolls back")
+        for price in range(4, 9):
+            link.price_per_unit = price * 10**18
+            link.save()
+        assert len(sets) == 6  # a bump per write, at once
+        before, _ = queries(api, path)  # stored at the generation of the last write
+    assert len(sets) == 7  # one more for the commit
+    after, n_after = queries(api, path)
+    assert n_after > 0  # the commit's bump dropped the stored document
+    assert after == before
+    assert before["tokens"][0]["pricePerUnit"] == str(8 * 10**18)

@@ -34,7 +34,7 @@ class AttemptInline(admin.TabularInline):
 @admin.register(Endpoint)
 class EndpointAdmin(SimpleHistoryAdmin):
     list_display = ("public_id", "url", "api_key", "enabled", "failing_since", "created_at")
-    list_filter = ("enabled",)
+    list_filter = ("enabled", "disabled_by")
     search_fields = ("public_id", "url", "description")
     fields = (
         "public_id",
@@ -45,6 +45,7 @@ class EndpointAdmin(SimpleHistoryAdmin):
         "wallets",
         "description",
         "enabled",
+        "disabled_by",
         "disabled_reason",
         "failing_since",
         "created_at",
@@ -53,6 +54,7 @@ class EndpointAdmin(SimpleHistoryAdmin):
     readonly_fields = (
         "public_id",
         "api_key",
+        "disabled_by",
         "disabled_reason",
         "failing_since",
         "created_at",

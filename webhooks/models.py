@@ -28,7 +28,20 @@ class Endpoint(models.Model):
         default=list, blank=True, help_text="Lower-case addresses; empty: no wallet filter."
     )
     description = models.CharField(max_length=500, blank=True, default="")
+
+    class DisabledBy(models.TextChoices):
+        KEY = "key", "its API key"  # paused with PATCH {enabled: false}
+        SERVICE = "service", "the service"  # every delivery failed for WEBHOOK_DISABLE_AFTER
+        STAFF = "staff", "staff"  # admin: only staff enable it again
+
     enabled = models.BooleanField(default=True)
+    disabled_by = models.CharField(
+        max_length=8,
+        choices=DisabledBy.choices,
+        blank=True,
+        default="",
+        help_text="Who disabled the endpoint; empty while it is enabled.",
+    )
     disabled_reason = models.CharField(max_length=200, blank=True, default="")
     secret = models.CharField(max_length=60)
     previous_secret = models.CharField(max_length=60, blank=True, default="")

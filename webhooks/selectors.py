@@ -28,6 +28,7 @@ def endpoint_document(endpoint: Endpoint, *, secret: bool = False) -> dict[str, 
         "wallets": endpoint.wallets,
         "description": endpoint.description,
         "enabled": endpoint.enabled,
+        "disabledBy": None if endpoint.enabled else endpoint.disabled_by or "key",
         "createdAt": _iso(endpoint.created_at),
     }
     if secret:

@@ -150,7 +150,7 @@ def endpoint_update(*, endpoint: Endpoint, fields: EndpointFields) -> Endpoint:
         if enabled is not None and enabled != current.enabled:
             if enabled and endpoint_disabled_by(current) == "staff":
                 raise StaffOnly(STAFF_ONLY_MESSAGE)
-            values |= {"disabled_reason": "" if enabled else PAUSED_REASON}
+            values |= _disabled(None if enabled else Endpoint.DisabledBy.KEY, PAUSED_REASON)
             if enabled:
                 values["failing_since"] = None
         _save(current, values)
@@ -230,7 +230,7 @@ def endpoint_staff_disable(*, endpoint: Endpoint, by: str) -> Endpoint:
     current = _locked(endpoint)
     reason = f"{STAFF_PREFIX}{by}."[: Endpoint._meta.get_field("disabled_reason").max_length]
     if current.enabled or endpoint_disabled_by(current) != "staff":
-        _save(current, {"enabled": False, "disabled_reason": reason})
+        _save(current, {"enabled": False, **_disabled(Endpoint.DisabledBy.STAFF, reason)})
     return current
 
 
@@ -239,7 +239,7 @@ def endpoint_staff_enable(*, endpoint: Endpoint) -> Endpoint:
     """Enabled by staff (admin), whoever disabled it; its failure count starts afresh."""
     current = _locked(endpoint)
     if not current.enabled:
-        _save(current, {"enabled": True, "disabled_reason": "", "failing_since": None})
+        _save(current, {"enabled": True, **_disabled(None), "failing_since": None})
     return current
 
 
@@ -248,11 +248,12 @@ def endpoint_disabled_by(endpoint: Endpoint) -> str | None:
     WEBHOOK_DISABLE_AFTER), `key` (its API key paused it); None while it is enabled."""
     if endpoint.enabled:
         return None
-    if endpoint.disabled_reason.startswith(STAFF_PREFIX):
-        return "staff"
-    if endpoint.disabled_reason.startswith(FAILING_PREFIX):
-        return "service"
-    return "key"
+    return endpoint.disabled_by or Endpoint.DisabledBy.KEY
+
+
+def _disabled(by: Endpoint.DisabledBy | None, reason: str = "") -> dict[str, str]:
+    """The fields saying who disabled an endpoint and why (None: nobody, it is enabled)."""
+    return {"disabled_by": by or "", "disabled_reason": reason if by else ""}
 
 
 def endpoint_secrets(endpoint: Endpoint, *, now: datetime | None = None) -> tuple[str, ...]:
@@ -615,7 +616,8 @@ def _endpoint_failing(endpoint: _Locked, *, since: datetime | None, now: datetim
     if (now - since).total_seconds() >= settings.WEBHOOK_DISABLE_AFTER:
         days = settings.WEBHOOK_DISABLE_AFTER / 86400
         reason = f"{FAILING_PREFIX}{days:g} days."
-        _save(Endpoint.objects.get(id=endpoint.id), {"enabled": False, "disabled_reason": reason})
+        disabled = {"enabled": False, **_disabled(Endpoint.DisabledBy.SERVICE, reason)}
+        _save(Endpoint.objects.get(id=endpoint.id), disabled)
         logger.warning("webhook endpoint disabled", extra={"endpoint": endpoint.public_id})
 
 

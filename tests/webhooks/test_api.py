@@ -41,7 +41,7 @@ def test_create_shows_the_secret_once_then_lists_reads_updates_deletes(keyed, re
     assert created["lats"] == [LAT]  # checksummed
     assert created["wallets"] == ["0x" + "ab" * 20]
     assert created["types"] == ["deposit", "statusChanged"]
-    assert created["enabled"] is True
+    assert (created["enabled"], created["disabledBy"]) == (True, None)
     endpoint_id = created["id"]
 
     listed = keyed.get("/webhooks").json()["data"]
@@ -54,6 +54,7 @@ def test_create_shows_the_secret_once_then_lists_reads_updates_deletes(keyed, re
         f"/webhooks/{endpoint_id}", {"types": [], "enabled": False}, format="json"
     ).json()["data"]
     assert (patched["types"], patched["enabled"], patched["url"]) == ([], False, server.url())
+    assert patched["disabledBy"] == "key"
     unchanged = keyed.patch(f"/webhooks/{endpoint_id}")  # no body at all
     assert unchanged.status_code == 200
     assert unchanged.json()["data"] == patched

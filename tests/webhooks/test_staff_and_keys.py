@@ -28,6 +28,11 @@ STAFF_ONLY = (
 )
 
 
+def disabled_by(keyed, url: str) -> str | None:
+    """Who disabled the endpoint, as its key reads it."""
+    return keyed.get(url).json()["data"]["disabledBy"]
+
+
 def staff_action(admin_client, action: str, endpoint: Endpoint) -> None:
     response = admin_client.post(
         changelist_url(Endpoint), {"action": action, "_selected_action": [endpoint.pk]}
@@ -47,6 +52,7 @@ def test_an_endpoint_staff_disabled_is_enabled_again_by_staff_only(
 
     message = error(keyed.patch(url, {"enabled": True}, format="json"), 403, "forbidden")
     assert message == STAFF_ONLY
+    assert disabled_by(keyed, url) == "staff"
     # All or nothing: the other members of a refused PATCH are not applied either.
     body = {"enabled": True, "description": "let me in"}
     error(keyed.patch(url, body, format="json"), 403, "forbidden")
@@ -54,6 +60,7 @@ def test_an_endpoint_staff_disabled_is_enabled_again_by_staff_only(
     assert keyed.patch(url, {"enabled": False}, format="json").status_code == 200
     changed = keyed.patch(url, {"description": "bot"}, format="json")
     assert (changed.status_code, changed.json()["data"]["enabled"]) == (200, False)
+    assert changed.json()["data"]["disabledBy"] == "staff"  # pausing it changed nothing
     # A test ping is not a way around it: nothing is sent.
     error(keyed.post(f"{url}/test"), 403, "forbidden")
     assert server.received == []
@@ -69,9 +76,12 @@ def test_an_endpoint_staff_disabled_is_enabled_again_by_staff_only(
     staff_action(admin_client, "enable", endpoint)
     endpoint.refresh_from_db()
     assert (endpoint.enabled, endpoint.disabled_reason) == (True, "")
+    assert disabled_by(keyed, url) is None
     # Enabled by staff, it is the key's again.
-    assert keyed.patch(url, {"enabled": False}, format="json").json()["data"]["enabled"] is False
-    assert keyed.patch(url, {"enabled": True}, format="json").json()["data"]["enabled"] is True
+    paused = keyed.patch(url, {"enabled": False}, format="json").json()["data"]
+    assert (paused["enabled"], paused["disabledBy"]) == (False, "key")
+    enabled = keyed.patch(url, {"enabled": True}, format="json").json()["data"]
+    assert (enabled["enabled"], enabled["disabledBy"]) == (True, None)
 
 
 def test_staff_disabling_in_the_change_form_is_staff_disabling(
@@ -88,6 +98,7 @@ def test_staff_disabling_in_the_change_form_is_staff_disabling(
     assert admin_client.post(change_url(endpoint), data).status_code == 302
     endpoint.refresh_from_db()
     assert (endpoint.enabled, endpoint.disabled_reason) == (False, f"Disabled by {admin_user}.")
+    assert disabled_by(keyed, f"/webhooks/{created['id']}") == "staff"
     error(
         keyed.patch(f"/webhooks/{created['id']}", {"enabled": True}, format="json"),
         403,
@@ -115,8 +126,9 @@ def test_an_endpoint_the_service_disabled_is_enabled_again_by_its_key(keyed, rec
     endpoint.refresh_from_db()
     assert endpoint.enabled is False
     assert endpoint.disabled_reason.startswith("Every delivery failed for ")
+    assert disabled_by(keyed, f"/webhooks/{created['id']}") == "service"
     answer = keyed.patch(f"/webhooks/{created['id']}", {"enabled": True}, format="json")
-    assert answer.status_code == 200
+    assert (answer.status_code, answer.json()["data"]["disabledBy"]) == (200, None)
     endpoint.refresh_from_db()
     assert (endpoint.enabled, endpoint.disabled_reason, endpoint.failing_since) == (True, "", None)
 

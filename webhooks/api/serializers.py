@@ -75,6 +75,14 @@ class WebhookSerializer(serializers.Serializer):
         "failed for 3 days (its key may enable it again), or disabled by the service's staff "
         "(only they enable it again).",
     )
+    disabledBy = serializers.ChoiceField(
+        choices=["key", "service", "staff"],
+        read_only=True,
+        allow_null=True,
+        help_text="Who disabled the endpoint, null while it is enabled: `key` (paused with "
+        "`enabled: false`), `service` (every delivery failed for 3 days; fix the receiver, then "
+        "enable it again) or `staff` (only they enable it again: `enabled: true` is a 403).",
+    )
     createdAt = serializers.DateTimeField(read_only=True)
 
 

@@ -19,6 +19,14 @@ def _iso(value) -> str | None:
     return None if value is None else iso_instant(value)
 
 
+def endpoint_disabled_by(endpoint: Endpoint) -> str | None:
+    """Who disabled the endpoint: `staff` (admin), `service` (every delivery failed for
+    WEBHOOK_DISABLE_AFTER), `key` (its API key paused it); None while it is enabled."""
+    if endpoint.enabled:
+        return None
+    return endpoint.disabled_by or Endpoint.DisabledBy.KEY
+
+
 def endpoint_document(endpoint: Endpoint, *, secret: bool = False) -> dict[str, Any]:
     out = {
         "id": endpoint.public_id,
@@ -28,7 +36,7 @@ def endpoint_document(endpoint: Endpoint, *, secret: bool = False) -> dict[str, 
         "wallets": endpoint.wallets,
         "description": endpoint.description,
         "enabled": endpoint.enabled,
-        "disabledBy": None if endpoint.enabled else endpoint.disabled_by or "key",
+        "disabledBy": endpoint_disabled_by(endpoint),
         "createdAt": _iso(endpoint.created_at),
     }
     if secret:

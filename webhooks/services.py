@@ -26,6 +26,7 @@ from core.locks import lock_key
 from lats.models import Lat
 from webhooks.models import Attempt, Delivery, Endpoint, OutboxEvent
 from webhooks.outbox import TYPES, Filters, outbox_ping
+from webhooks.selectors import endpoint_disabled_by
 from webhooks.sending import AttemptResult, Signed, attempt_send, url_probe
 from webhooks.signing import secret_new
 from webhooks.targets import refusal, webhook_url_check
@@ -241,14 +242,6 @@ def endpoint_staff_enable(*, endpoint: Endpoint) -> Endpoint:
     if not current.enabled:
         _save(current, {"enabled": True, **_disabled(None), "failing_since": None})
     return current
-
-
-def endpoint_disabled_by(endpoint: Endpoint) -> str | None:
-    """Who disabled the endpoint: `staff` (admin), `service` (every delivery failed for
-    WEBHOOK_DISABLE_AFTER), `key` (its API key paused it); None while it is enabled."""
-    if endpoint.enabled:
-        return None
-    return endpoint.disabled_by or Endpoint.DisabledBy.KEY
 
 
 def _disabled(by: Endpoint.DisabledBy | None, reason: str = "") -> dict[str, str]:

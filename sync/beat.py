@@ -4,7 +4,9 @@ processes (one per host) enqueue each job once per tick: the other stands by, tr
 every STANDBY_SECONDS, and takes it within FOLLOWER_LEASE_SECONDS of the holder stopping,
 dying or freezing. A holder that wakes from a freeze publishes nothing more: it publishes only
 while its role is confirmed by its own clock (its database writes, the schedules' last runs,
-are not fenced: django-celery-beat opens connections as it likes)."""
+are not fenced: django-celery-beat opens connections as it likes). A beat that stood by drops
+the last runs it had not written yet and, when it schedules again, reads the schedules afresh:
+the other beat's runs meanwhile count, and none of its own older ones is written over them."""
 
 from __future__ import annotations
 
@@ -49,6 +51,11 @@ class SingleBeatScheduler(DatabaseScheduler):
         logger.warning("this beat stands by: %s", why)
         role, self._role, self._held = self._role, None, None
         self._heap = None  # rebuilt when it schedules again (a due entry may have been popped)
+        # The other beat schedules meanwhile: the last runs this one did not write yet are no
+        # longer its to write (they would go over the other's), and when it schedules again it
+        # reads every schedule from the database, with the other's last runs.
+        self._dirty.clear()
+        self._initial_read = True
         if role is not None:
             with contextlib.suppress(Exception):
                 role.close()

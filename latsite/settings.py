@@ -142,8 +142,14 @@ DB_PREPARED_STATEMENTS = env.bool("DB_PREPARED_STATEMENTS", default=not DATABASE
 # database URLs (comma-separated; none by default). The read endpoints read from one that has
 # replayed what their data's generation names and lags under REPLICA_MAX_LAG_SECONDS, else from
 # the primary; everything else stays on the primary.
+# A replica that takes connections and answers none (its server frozen) is given up on after
+# REPLICA_CONNECT_TIMEOUT seconds (libpq's connect_timeout, unless its URL sets one; whole
+# seconds, at least 2), instead of holding the read that asked it for as long as it stays so.
+REPLICA_CONNECT_TIMEOUT = max(2, env.int("REPLICA_CONNECT_TIMEOUT", default=2))
 for _i, _url in enumerate(env.list("DATABASE_REPLICA_URLS", default=[]), start=1):
-    DATABASES[f"replica{_i}"] = env.db_url_config(_url) | {
+    _replica = env.db_url_config(_url)
+    _replica["OPTIONS"] = {"connect_timeout": REPLICA_CONNECT_TIMEOUT} | _replica.get("OPTIONS", {})
+    DATABASES[f"replica{_i}"] = _replica | {
         "CONN_MAX_AGE": DATABASES["default"]["CONN_MAX_AGE"],
         "CONN_HEALTH_CHECKS": DATABASES["default"]["CONN_HEALTH_CHECKS"],
         "TEST": {"MIRROR": "default"},

@@ -63,6 +63,10 @@ class Cluster:
             timeout=60,
         )
 
+    def postmaster(self) -> int:
+        """The pid of the server's postmaster (the process that takes its connections)."""
+        return int((self.data / "postmaster.pid").read_text().split()[0])
+
     def sql(self, query: str, database: str = "postgres") -> list[tuple]:
         with psycopg.connect(self.url(database), autocommit=True, connect_timeout=10) as conn:
             cursor = conn.execute(query)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import signal
 import time
 from collections.abc import Iterator
 
@@ -30,9 +31,8 @@ def add_lats(pair: PrimaryAndReplica, n: int) -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def web(pair) -> Iterator[str]:
-    env = os.environ | {
+def web_env(pair: PrimaryAndReplica) -> dict[str, str]:
+    return os.environ | {
         "DATABASE_URL": pair.primary.url(pair.database),
         "DATABASE_REPLICA_URLS": pair.replica.url(pair.database),
         "REPLICA_RETRY_SECONDS": "0.5",
@@ -41,7 +41,11 @@ def web(pair) -> Iterator[str]:
         # none and counted by none (tests/latsite/test_documents.py).
         "DOCUMENT_CACHE_SECONDS": "0",
     }
-    with procfile_web(env) as address:
+
+
+@pytest.fixture(scope="module")
+def web(pair) -> Iterator[str]:
+    with procfile_web(web_env(pair)) as address:
         yield address
 
 
@@ -120,3 +124,24 @@ def test_reads_go_on_while_the_replica_is_stopped(pair, web):
     before = database_reads(web)
     assert listed(web) == lats_on(pair)
     assert moved(before, database_reads(web)) == {"replica1": 1}
+
+
+def test_a_frozen_replica_holds_a_read_no_longer_than_its_connect_timeout(pair):
+    """The replica's server frozen (its postmaster stopped with SIGSTOP: the port still takes
+    connections, nothing answers them): a web process that has no connection to it yet answers
+    from the primary after REPLICA_CONNECT_TIMEOUT, not never, and /health says it is down."""
+    add_lats(pair, 1)
+    pair.caught_up()
+    postmaster = pair.replica.postmaster()
+    os.kill(postmaster, signal.SIGSTOP)
+    try:
+        with procfile_web(web_env(pair) | {"REPLICA_CONNECT_TIMEOUT": "2"}) as fresh:
+            before, started = database_reads(fresh), time.monotonic()
+            assert listed(fresh) == lats_on(pair)
+            assert time.monotonic() - started < 2 + 5  # the timeout, and a slow machine's margin
+            assert moved(before, database_reads(fresh)) == {"primary": 1}
+            status, body = get(fresh, "/health")
+            assert status == 200
+            assert json.loads(body)["checks"]["replicas"][0]["status"] == "down"
+    finally:
+        os.kill(postmaster, signal.SIGCONT)

@@ -6,23 +6,15 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from tests import factories as f
+from tests.migrating import leaves, migrate
 from tests.storedcounts import assert_deposit_counts_match_rows
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("migrations")]
 
 BEFORE = [("deposits", "0004_holder_buckets")]
 AFTER = [("deposits", "0006_deposit_span_totals")]
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 def test_counts_filled_and_seq_back(dataset):
@@ -56,9 +48,4 @@ def test_counts_filled_and_seq_back(dataset):
             (i, b, lg) for i, (b, lg, _) in enumerate(keys, start=1)
         ]
     finally:
-        migrate(executor_leaves())
-
-
-def executor_leaves():
-    executor = MigrationExecutor(connection)
-    return executor.loader.graph.leaf_nodes()
+        migrate(leaves())

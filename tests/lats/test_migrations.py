@@ -4,26 +4,15 @@ LAT's nodes stake of the token, exactly."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from lats.models import LatToken
 from tests import factories as f
+from tests.migrating import leaves, migrate
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("migrations")]
 
 BEFORE = [("lats", "0009_lat_apy_gaps")]
 BIG = 2**250 + 1  # a Decimal sum would round it (28 digits)
-
-
-def migrate(targets) -> None:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-
-
-def leaves():
-    return MigrationExecutor(connection).loader.graph.leaf_nodes()
 
 
 def test_the_sums_are_filled_from_the_nodes_assets():

@@ -6,12 +6,11 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from latsite.celery import app as celery_app
 from tests import factories as f
+from tests.migrating import leaves, migrate
 
 # The task names the release before the move (e4ee1f7) defined, as ops' schedules and queued
 # messages hold them.
@@ -51,23 +50,12 @@ def test_the_schedules_ops_stored_name_tasks_that_still_exist():
     )
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
-def _leaves():
-    return MigrationExecutor(connection).loader.graph.leaf_nodes()
-
-
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.xdist_group("migrations")
 def test_rows_written_by_the_released_schema_read_the_same(api):
     """Rows written through the released migrations' models (the tables as that release had
     them) are served the same by this code once the database is migrated."""
-    old = _migrate(RELEASED_MIGRATIONS)
+    old = migrate(RELEASED_MIGRATIONS)
     try:
         avs = old.get_model("lats", "Avs").objects.create(chain_id=31337, address=f.address(0xA7))
         lat = old.get_model("lats", "Lat").objects.create(
@@ -93,7 +81,7 @@ def test_rows_written_by_the_released_schema_read_the_same(api):
             type="paused",
             args={"account": f.address(0xBEEF)},
         )
-        _migrate(_leaves())
+        migrate(leaves())
 
         detail = api.get(f"/lat/{f.address(0x1007)}").json()
         assert (detail["name"], detail["symbol"], detail["maxNodes"]) == (
@@ -107,4 +95,4 @@ def test_rows_written_by_the_released_schema_read_the_same(api):
         ] == [("paused", 41, 2, "0x" + "ab" * 32)]
         assert events[0]["args"] == {"account": f.address(0xBEEF)}
     finally:
-        _migrate(_leaves())
+        migrate(leaves())

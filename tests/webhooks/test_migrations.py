@@ -4,26 +4,15 @@ from the reason written when it was disabled."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from rest_framework_api_key.models import APIKey
 
+from tests.migrating import leaves, migrate
 from webhooks.models import Endpoint
 from webhooks.signing import secret_new
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.xdist_group("migrations")]
 
 BEFORE = [("webhooks", "0003_delivery_lease")]
-
-
-def migrate(targets) -> None:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-
-
-def leaves():
-    return MigrationExecutor(connection).loader.graph.leaf_nodes()
 
 
 def test_who_disabled_each_endpoint_is_filled_from_its_reason():

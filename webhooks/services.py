@@ -149,7 +149,7 @@ def endpoint_update(*, endpoint: Endpoint, fields: EndpointFields) -> Endpoint:
         current = _locked(endpoint)
         enabled = values.get("enabled")
         if enabled is not None and enabled != current.enabled:
-            if enabled and endpoint_disabled_by(current) == "staff":
+            if enabled and endpoint_disabled_by(current) == Endpoint.DisabledBy.STAFF:
                 raise StaffOnly(STAFF_ONLY_MESSAGE)
             values |= _disabled(None if enabled else Endpoint.DisabledBy.KEY, PAUSED_REASON)
             if enabled:
@@ -230,8 +230,8 @@ def endpoint_staff_disable(*, endpoint: Endpoint, by: str) -> Endpoint:
     """Disabled by staff (admin): only staff enable it again; `by` names who, in admin."""
     current = _locked(endpoint)
     reason = f"{STAFF_PREFIX}{by}."[: Endpoint._meta.get_field("disabled_reason").max_length]
-    if current.enabled or endpoint_disabled_by(current) != "staff":
-        _save(current, {"enabled": False, **_disabled(Endpoint.DisabledBy.STAFF, reason)})
+    if current.enabled or endpoint_disabled_by(current) != Endpoint.DisabledBy.STAFF:
+        _save(current, _disabled(Endpoint.DisabledBy.STAFF, reason))
     return current
 
 
@@ -240,13 +240,13 @@ def endpoint_staff_enable(*, endpoint: Endpoint) -> Endpoint:
     """Enabled by staff (admin), whoever disabled it; its failure count starts afresh."""
     current = _locked(endpoint)
     if not current.enabled:
-        _save(current, {"enabled": True, **_disabled(None), "failing_since": None})
+        _save(current, {**_disabled(None), "failing_since": None})
     return current
 
 
-def _disabled(by: Endpoint.DisabledBy | None, reason: str = "") -> dict[str, str]:
-    """The fields saying who disabled an endpoint and why (None: nobody, it is enabled)."""
-    return {"disabled_by": by or "", "disabled_reason": reason if by else ""}
+def _disabled(by: Endpoint.DisabledBy | None, reason: str = "") -> dict[str, Any]:
+    """The fields of an endpoint disabled by `by`, and why (None: nobody, it is enabled)."""
+    return {"enabled": by is None, "disabled_by": by or "", "disabled_reason": reason if by else ""}
 
 
 def endpoint_secrets(endpoint: Endpoint, *, now: datetime | None = None) -> tuple[str, ...]:
@@ -609,8 +609,7 @@ def _endpoint_failing(endpoint: _Locked, *, since: datetime | None, now: datetim
     if (now - since).total_seconds() >= settings.WEBHOOK_DISABLE_AFTER:
         days = settings.WEBHOOK_DISABLE_AFTER / 86400
         reason = f"{FAILING_PREFIX}{days:g} days."
-        disabled = {"enabled": False, **_disabled(Endpoint.DisabledBy.SERVICE, reason)}
-        _save(Endpoint.objects.get(id=endpoint.id), disabled)
+        _save(Endpoint.objects.get(id=endpoint.id), _disabled(Endpoint.DisabledBy.SERVICE, reason))
         logger.warning("webhook endpoint disabled", extra={"endpoint": endpoint.public_id})
 
 
@@ -869,7 +868,7 @@ def delivery_signed(delivery: Delivery) -> Signed:
 def endpoint_test(*, endpoint: Endpoint) -> Attempt:
     """A `ping` delivered to the endpoint at once, in the caller's thread; its attempt.
     StaffOnly while staff have it disabled: nothing is sent to it until they enable it."""
-    if endpoint_disabled_by(endpoint) == "staff":
+    if endpoint_disabled_by(endpoint) == Endpoint.DisabledBy.STAFF:
         raise StaffOnly(STAFF_ONLY_MESSAGE)
     with transaction.atomic():
         event = outbox_ping(endpoint=endpoint)

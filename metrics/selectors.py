@@ -154,8 +154,7 @@ def lat_tvl(*, lat: Lat | LatRecord, links: list[TokenLink]) -> Tvl:
     price = unit_eth_price(lat)  # read once for every amount below (to_eth's)
     for link in links:
         symbol = link.symbol
-        balance, queued = Decimal(link.balance), Decimal(link.queued_balance)
-        staked_amount = link.staked_amount
+        balance, queued, staked_amount = link.balance, link.queued_balance, link.staked_amount
         total = balance + queued + staked_amount
         assets[symbol] = total / whole_token(link.decimals)
         assets_eth[symbol] = eth_at(price, link, total)
